@@ -1,0 +1,161 @@
+"""Review decisions over the API (API.md, Memories and Sources). Same services and
+``access_*`` selectors as the dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals import services
+from approvals.models import CheckResult
+from memory import selectors
+from memory.api import _ANY_OBJECT, _memory_response, _valid
+from memory.serializers import ScenarioInput, iso
+from memory.views_base import MemgovAPIView
+
+
+class CommentInput(serializers.Serializer[Any]):
+    comment = serializers.CharField(max_length=4000, required=False, allow_blank=True)
+
+
+class ReasonInput(serializers.Serializer[Any]):
+    reason = serializers.CharField(max_length=4000)
+
+
+class RetireInput(ReasonInput):
+    in_flight = serializers.ChoiceField(choices=["reverify", "continue"], required=False)
+
+
+class LinkInput(serializers.Serializer[Any]):
+    subject = serializers.CharField(max_length=40)
+
+
+def _head(view: MemgovAPIView, memory_id: str) -> Response:
+    item = selectors.access_memory(view.principal(), memory_id)
+    return _memory_response(selectors.memory_head(item))
+
+
+class ApproveView(MemgovAPIView):
+    @extend_schema(
+        request=CommentInput, responses={200: _ANY_OBJECT}, operation_id="memory_approve"
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(CommentInput, request)
+        services.version_approve(
+            principal=self.principal(), item=item, comment=data.get("comment", "")
+        )
+        return _head(self, memory_id)
+
+
+class RejectView(MemgovAPIView):
+    @extend_schema(request=ReasonInput, responses={200: _ANY_OBJECT}, operation_id="memory_reject")
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(ReasonInput, request)
+        services.version_reject(principal=self.principal(), item=item, reason=data["reason"])
+        return _head(self, memory_id)
+
+
+class RetireView(MemgovAPIView):
+    @extend_schema(request=RetireInput, responses={200: _ANY_OBJECT}, operation_id="memory_retire")
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(RetireInput, request)
+        flagged = services.memory_retire(
+            principal=self.principal(),
+            item=item,
+            reason=data["reason"],
+            in_flight=data.get("in_flight", "reverify"),
+        )
+        memory = _head(self, memory_id).data
+        return Response({"memory": memory, "flagged_tasks": flagged})
+
+
+class RecheckView(MemgovAPIView):
+    @extend_schema(request=None, responses={200: _ANY_OBJECT}, operation_id="memory_recheck")
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        services.version_recheck(principal=self.principal(), item=item)
+        return _head(self, memory_id)
+
+
+class ScenariosView(MemgovAPIView):
+    @extend_schema(
+        request=ScenarioInput, responses={201: _ANY_OBJECT}, operation_id="memory_scenario_add"
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(ScenarioInput, request)
+        scenario = services.scenario_add(principal=self.principal(), item=item, data=data)
+        return Response(
+            {"id": scenario.pk, **scenario.as_dict(), "created_by": scenario.created_by},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+def check_representation(result: CheckResult) -> dict[str, Any]:
+    return {
+        "scenario": result.scenario,
+        "generated": result.generated,
+        "run": result.run,
+        "outcome": result.outcome,
+        "detail": result.detail,
+        "impact": result.impact,
+        "policy_version": result.policy_version,
+        "ran_at": iso(result.ran_at),
+        "version": result.version.number,
+    }
+
+
+class ChecksView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_checks")
+    def get(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        results = CheckResult.objects.filter(version__item=item).select_related("version")
+        return Response(
+            [check_representation(r) for r in results.order_by("version__number", "ran_at", "pk")]
+        )
+
+
+class LinkSubjectView(MemgovAPIView):
+    @extend_schema(
+        request=LinkInput, responses={200: _ANY_OBJECT}, operation_id="memory_link_subject"
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(LinkInput, request)
+        services.memory_link_subject(
+            principal=self.principal(), item=item, subject_id=data["subject"]
+        )
+        return _head(self, memory_id)
+
+
+class SourceRevokeView(MemgovAPIView):
+    @extend_schema(
+        request=ReasonInput,
+        operation_id="source_revoke",
+        responses={
+            200: inline_serializer(
+                "Revoked",
+                fields={"source": serializers.CharField(), "memories": serializers.ListField()},
+            )
+        },
+    )
+    def post(self, request: Request, source_id: str) -> Response:
+        source = selectors.access_source(self.principal(), source_id)
+        data = _valid(ReasonInput, request)
+        affected = services.source_revoke(
+            principal=self.principal(), source=source, reason=data["reason"]
+        )
+        return Response(
+            {
+                "source": source.pk,
+                "memories": affected,
+                "revoked_at": iso(selectors.access_source(self.principal(), source_id).revoked_at),
+            }
+        )

@@ -1,0 +1,171 @@
+"""Running scenario checks and concluding them: the services behind the Celery tasks."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals import checks
+from approvals.lifecycle import version_activate, version_fail_checks
+from approvals.models import CheckResult, Revalidation
+from audit.services import audit_append
+from memory.models import MemoryVersion, Status, Tenant
+from memory.selectors import current_policy, resolver_policy
+
+logger = logging.getLogger(__name__)
+ACTOR = "system:checks"
+
+
+def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResult]]:
+    """Evaluate every scenario and record one result per (version, run, scenario, policy)
+    — a second delivery of the same task rewrites the same rows, never adds any."""
+    policy = resolver_policy(current_policy(version.tenant))
+    now = timezone.now()
+    outcomes = checks.run_all(version, policy, now)
+    results = []
+    with transaction.atomic(durable=True):
+        for outcome in outcomes:
+            result, _ = CheckResult.objects.update_or_create(
+                version=version,
+                run=run,
+                scenario_key=outcome.spec.key,
+                policy_version=policy.version,
+                defaults={
+                    "scenario": outcome.spec.as_dict(),
+                    "generated": outcome.spec.generated,
+                    "outcome": "passed" if outcome.passed else "failed",
+                    "detail": outcome.detail[:4000],
+                    "impact": outcome.impact,
+                    "ran_at": now,
+                },
+            )
+            results.append(result)
+        failed = sum(1 for r in results if r.outcome == "failed")
+        audit_append(
+            tenant=version.tenant,
+            actor=ACTOR,
+            action=f"checks.{run}",
+            target_type="memory",
+            target_id=version.item_id,
+            data={
+                "version": version.number,
+                "policy_version": policy.version,
+                "total": len(results),
+                "failed": failed,
+            },
+        )
+    return policy.version, results
+
+
+def preview(version_id: int) -> None:
+    version = MemoryVersion.objects.select_related("tenant").get(pk=version_id)
+    if version.subject_id is None or version.status not in (Status.PENDING_REVIEW, Status.CHECKING):
+        return
+    checks_run(version=version, run=CheckResult.Run.PREVIEW)
+
+
+def gate(version_id: int) -> str:
+    """Run the gate checks of a version in ``checking`` and activate it or fail it."""
+    version = MemoryVersion.objects.select_related("tenant").get(pk=version_id)
+    if version.status != Status.CHECKING:
+        return version.status  # already concluded: a redelivery changes nothing
+    _, results = checks_run(version=version, run=CheckResult.Run.GATE)
+    failures = [r for r in results if r.outcome == "failed"]
+    if failures:
+        detail = "; ".join(f"{r.scenario['name']}: {r.detail}" for r in failures)[:2000]
+        version_fail_checks(version_id=version_id, actor=ACTOR, detail=detail)
+    else:
+        version_activate(version_id=version_id, actor=ACTOR)
+    version.refresh_from_db(fields=["status"])
+    return version.status
+
+
+def stuck_in_checking(older_than: timedelta) -> list[int]:
+    """Versions whose gate run was lost (a crash between commit and enqueue, a dead worker)."""
+    cutoff = timezone.now() - older_than
+    return list(
+        MemoryVersion.objects.filter(
+            status=Status.CHECKING, status_changed_at__lt=cutoff
+        ).values_list("pk", flat=True)
+    )
+
+
+def revalidation_start(*, tenant: Tenant, reason: str, actor: str) -> Revalidation:
+    """Re-run the checks of every active item (the policy, model, prompt or tools changed)."""
+    from approvals.dispatch import after_revalidation_started
+
+    policy = current_policy(tenant)
+    with transaction.atomic(durable=True):
+        ids = list(
+            MemoryVersion.objects.filter(tenant=tenant, status=Status.ACTIVE)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        job = Revalidation.objects.create(
+            tenant=tenant,
+            reason=reason,
+            policy_version=str(policy.version),
+            total=len(ids),
+            started_by=actor,
+            started_at=timezone.now(),
+            status=Revalidation.Status.DONE if not ids else Revalidation.Status.RUNNING,
+            finished_at=timezone.now() if not ids else None,
+        )
+        audit_append(
+            tenant=tenant,
+            actor=actor,
+            action="revalidation.started",
+            target_type="revalidation",
+            target_id=job.pk,
+            data={"total": len(ids), "policy_version": job.policy_version},
+        )
+        after_revalidation_started(job, ids)
+    return job
+
+
+def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
+    """Re-run the checks of a chunk of active versions; count and flag the failures."""
+    job = Revalidation.objects.get(pk=job_id)
+    failed_items: list[str] = []
+    done = 0
+    for version in MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant"):
+        already = CheckResult.objects.filter(
+            version=version,
+            run=CheckResult.Run.REVALIDATION,
+            policy_version=job.policy_version,
+            ran_at__gte=job.started_at,
+        ).exists()
+        if already:
+            continue  # a redelivered chunk: this version was counted
+        _, results = checks_run(version=version, run=CheckResult.Run.REVALIDATION)
+        done += 1
+        if any(r.outcome == "failed" for r in results):
+            failed_items.append(version.item_id)
+    _record_progress(job_id, done, failed_items)
+
+
+def _record_progress(job_id: str, done: int, failed_items: list[str]) -> None:
+    from approvals.dispatch import after_revalidation_failures
+
+    with transaction.atomic(durable=True):
+        job = Revalidation.objects.select_for_update().select_related("tenant").get(pk=job_id)
+        job.done += done
+        job.failed += len(failed_items)
+        job.flagged = sorted(set(job.flagged) | set(failed_items))
+        if job.done >= job.total and job.status == Revalidation.Status.RUNNING:
+            job.status = Revalidation.Status.DONE
+            job.finished_at = timezone.now()
+            audit_append(
+                tenant=job.tenant,
+                actor=ACTOR,
+                action="revalidation.finished",
+                target_type="revalidation",
+                target_id=job.pk,
+                data={"total": job.total, "failed": job.failed, "flagged": job.flagged},
+            )
+        job.save()
+        if failed_items:
+            after_revalidation_failures(job, failed_items)

@@ -1,0 +1,164 @@
+"""Transitions that end or begin use: activation, retirement, revocation, expiry.
+
+Each runs in one transaction with the lineage locked; flags the tasks that used what
+stopped being true; bumps the subject's cache generation after commit, which Django runs
+before the request (or task) returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import RetrievalUse
+from memory import cache
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status, TaskFlag
+from memory.services import version_transition
+
+IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)
+
+
+def bump_on_commit(versions: Iterable[MemoryVersion]) -> None:
+    subjects = {(v.tenant_id, v.subject_id) for v in versions}
+
+    def bump_all() -> None:
+        for tenant_id, subject_id in subjects:
+            cache.bump(tenant_id, subject_id)
+
+    transaction.on_commit(bump_all)
+
+
+def flag_tasks(*, item: MemoryItem, event: str, reason: str, at: datetime) -> list[str]:
+    """Tasks that were told about this item must re-verify before acting on it."""
+    uses = RetrievalUse.objects.filter(tenant_id=item.tenant_id, item=item)
+    used = sorted(set(uses.values_list("task_id", "version_number")))
+    TaskFlag.objects.bulk_create(
+        [
+            TaskFlag(
+                tenant_id=item.tenant_id,
+                task_id=task,
+                item=item,
+                version_number=number,
+                event=event,
+                reason=reason,
+                at=at,
+            )
+            for task, number in used
+        ],
+        ignore_conflicts=True,
+    )
+    return sorted({task for task, _ in used})
+
+
+def locked_versions(item: MemoryItem, statuses: Iterable[str]) -> list[MemoryVersion]:
+    """Lock the lineage first, then its versions: one lock order everywhere, no deadlock."""
+    MemoryItem.objects.select_for_update().get(pk=item.pk)
+    return list(
+        MemoryVersion.objects.select_for_update()
+        .filter(item=item, status__in=list(statuses))
+        .select_related("tenant", "owner")
+        .order_by("number")
+    )
+
+
+def end_use(
+    *,
+    item: MemoryItem,
+    versions: list[MemoryVersion],
+    to: Status,
+    actor: str,
+    reason: str,
+    flag_event: str | None,
+) -> list[str]:
+    """Move versions out of use inside the caller's transaction; returns flagged tasks."""
+    now = timezone.now()
+    for version in versions:
+        version_transition(version=version, to=to, actor=actor, reason=reason, at=now)
+    flagged = []
+    if flag_event and any(v.activated_at for v in versions):
+        flagged = flag_tasks(item=item, event=flag_event, reason=reason, at=now)
+    bump_on_commit(versions)
+    if to == Status.RETIRED and versions:
+        from approvals.dispatch import after_retired
+
+        after_retired([v.pk for v in versions])
+    return flagged
+
+
+def version_activate(*, version_id: int, actor: str) -> bool:
+    """Compare-and-set: only a version still ``checking`` becomes active, once; the lineage's
+    previous active version becomes ``superseded`` in the same transaction."""
+    with transaction.atomic(durable=True):
+        version = MemoryVersion.objects.select_related("item").get(pk=version_id)
+        item = version.item
+        MemoryItem.objects.select_for_update().get(pk=item.pk)
+        version = (
+            MemoryVersion.objects.select_for_update().select_related("tenant").get(pk=version_id)
+        )
+        if version.status != Status.CHECKING:
+            return False
+        previous = list(
+            MemoryVersion.objects.select_for_update().filter(item=item, status=Status.ACTIVE)
+        )
+        reason = f"superseded by version {version.number}"
+        end_use(
+            item=item,
+            versions=previous,
+            to=Status.SUPERSEDED,
+            actor=actor,
+            reason=reason,
+            flag_event="superseded",
+        )
+        version_transition(
+            version=version, to=Status.ACTIVE, actor=actor, reason="all scenario checks passed"
+        )
+        bump_on_commit([version])
+    return True
+
+
+def version_fail_checks(*, version_id: int, actor: str, detail: str) -> bool:
+    with transaction.atomic(durable=True):
+        version = MemoryVersion.objects.select_related("item").get(pk=version_id)
+        MemoryItem.objects.select_for_update().get(pk=version.item_id)
+        version = (
+            MemoryVersion.objects.select_for_update().select_related("tenant").get(pk=version_id)
+        )
+        if version.status != Status.CHECKING:
+            return False
+        version_transition(version=version, to=Status.CHECKS_FAILED, actor=actor, reason=detail)
+        from approvals.dispatch import after_checks_failed
+
+        after_checks_failed(version)
+    return True
+
+
+def versions_expire(*, now: datetime) -> list[str]:
+    """Mark what passed its ``expires_at`` as expired (it was unused from that instant on:
+    the resolver checks expiry itself; this records it and flags the tasks)."""
+    due = (
+        MemoryVersion.objects.filter(status__in=IN_USE_OR_OPEN, expires_at__lte=now)
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    expired: list[str] = []
+    for item_id in list(due):
+        with transaction.atomic(durable=True):
+            item = MemoryItem.objects.get(pk=item_id)
+            versions = [
+                v
+                for v in locked_versions(item, IN_USE_OR_OPEN)
+                if v.expires_at is not None and v.expires_at <= now
+            ]
+            if versions:
+                end_use(
+                    item=item,
+                    versions=versions,
+                    to=Status.EXPIRED,
+                    actor="system:expiry",
+                    reason="expires_at passed",
+                    flag_event="expired",
+                )
+                expired.append(item_id)
+    return expired

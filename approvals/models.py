@@ -1,0 +1,127 @@
+"""Review decisions, scenario check results, re-validation jobs and object permissions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+from memory.ids import new_revalidation_id
+from memory.models import MemoryVersion, ScopeValue, Tenant
+
+
+class TenantUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+class TenantGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+
+
+class ScopeValueUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(ScopeValue, on_delete=models.CASCADE)
+
+
+class ScopeValueGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(ScopeValue, on_delete=models.CASCADE)
+
+
+class Approval(models.Model):
+    class Decision(models.TextChoices):
+        APPROVE = "approve"
+        REJECT = "reject"
+
+    version = models.ForeignKey(MemoryVersion, on_delete=models.PROTECT, related_name="approvals")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            # One reviewer counts once, whatever the race.
+            models.UniqueConstraint(
+                fields=["version", "reviewer"], name="approval_one_per_reviewer"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} {self.decision} {self.version}"
+
+
+class CheckResult(models.Model):
+    class Outcome(models.TextChoices):
+        PASSED = "passed"
+        FAILED = "failed"
+
+    class Run(models.TextChoices):
+        PREVIEW = "preview"
+        GATE = "gate"
+        REVALIDATION = "revalidation"
+
+    version = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="checks")
+    run = models.CharField(max_length=12, choices=Run.choices)
+    scenario_key = models.CharField(max_length=64, help_text="sha256 of the scenario.")
+    scenario = models.JSONField()
+    generated = models.BooleanField()
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    detail = models.TextField(blank=True)
+    impact = models.JSONField(default=list, blank=True)
+    policy_version = models.CharField(max_length=20)
+    ran_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["ran_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "run", "scenario_key", "policy_version"],
+                name="checkresult_unique_per_scenario",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} {self.scenario_key[:8]} {self.outcome}"
+
+
+class Revalidation(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+
+    id = models.CharField(
+        primary_key=True, max_length=40, default=new_revalidation_id, editable=False
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    reason = models.TextField()
+    policy_version = models.CharField(max_length=20)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    flagged = models.JSONField(default=list)
+    started_by = models.CharField(max_length=150)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Notification(models.Model):
+    """One email per (event, recipient): the claim is made before sending, so a task that
+    runs twice (at-least-once delivery) never mails twice."""
+
+    event = models.CharField(max_length=120)
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "recipient"], name="notification_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.recipient}"

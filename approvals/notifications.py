@@ -1,0 +1,142 @@
+"""Who is told what, by email, after commit (DESIGN.md, Notifications).
+
+Each (event, recipient) is claimed in the database before the mail goes out, so a task
+delivered twice sends once; a failed send releases its claims for the retry."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from approvals import emails
+from approvals.models import (
+    Notification,
+    ScopeValueUserObjectPermission,
+    TenantUserObjectPermission,
+)
+from approvals.services import REVIEW_PERMISSION, may_review
+from memory.models import MemoryVersion, Status
+from memory.principals import principal_for_user
+
+logger = logging.getLogger(__name__)
+DIGEST_THRESHOLD = 3
+
+
+def reviewers_for(version: MemoryVersion) -> list[User]:
+    """People with authority over the version's kind and scope, never its proposer."""
+    perms = (
+        [REVIEW_PERMISSION[version.kind]]
+        if version.kind in REVIEW_PERMISSION
+        else list(REVIEW_PERMISSION.values())
+    )
+    scoped = Q(pk__in=[])
+    for dim, value in version.scope.items():
+        scoped |= Q(content_object__dimension=dim, content_object__value=value)
+    on_tenant = TenantUserObjectPermission.objects.filter(
+        content_object_id=version.tenant_id, permission__codename__in=perms
+    ).values("user_id")
+    on_scope = ScopeValueUserObjectPermission.objects.filter(
+        scoped, content_object__tenant_id=version.tenant_id, permission__codename__in=perms
+    ).values("user_id")
+    users = (
+        get_user_model()
+        .objects.filter(
+            Q(pk__in=on_tenant) | Q(pk__in=on_scope),
+            is_active=True,
+            membership__tenant_id=version.tenant_id,
+        )
+        .exclude(email="")
+        .exclude(pk=version.proposer_user_id or -1)
+        .select_related("membership")
+    )
+    result = []
+    for user in users.order_by("username"):
+        principal = principal_for_user(user)
+        if principal is not None and may_review(principal, version):
+            result.append(user)
+    return result
+
+
+def _claim(event: str, user: User, tenant_id: int) -> Notification | None:
+    try:
+        with transaction.atomic():
+            return Notification.objects.create(
+                event=event, recipient=user, tenant_id=tenant_id, claimed_at=timezone.now()
+            )
+    except IntegrityError:
+        return None
+
+
+def _send(name: str, user: User, claims: list[Notification], context: dict[str, Any]) -> None:
+    try:
+        emails.send(name, user.email, {"user": user, **context})
+    except Exception:
+        Notification.objects.filter(pk__in=[c.pk for c in claims]).delete()
+        raise
+    Notification.objects.filter(pk__in=[c.pk for c in claims]).update(sent_at=timezone.now())
+
+
+def _unannounced_pending(user: User, tenant_id: int) -> Iterable[MemoryVersion]:
+    announced = Notification.objects.filter(recipient=user, event__startswith="pending:")
+    pending = MemoryVersion.objects.filter(tenant_id=tenant_id, status=Status.PENDING_REVIEW)
+    principal = principal_for_user(user)
+    for version in pending.select_related("item").order_by("recorded_at"):
+        if (
+            principal is not None
+            and may_review(principal, version)
+            and version.proposer_user_id != user.pk
+            and not announced.filter(event=f"pending:{version.pk}").exists()
+        ):
+            yield version
+
+
+def notify_pending_review(version_id: int) -> int:
+    """Tell each reviewer; one with many unannounced items gets a single digest."""
+    version = MemoryVersion.objects.select_related("item").get(pk=version_id)
+    if version.status != Status.PENDING_REVIEW:
+        return 0
+    sent = 0
+    for user in reviewers_for(version):
+        waiting = list(_unannounced_pending(user, version.tenant_id))
+        claimed = {v.pk: (v, _claim(f"pending:{v.pk}", user, v.tenant_id)) for v in waiting}
+        mine = [(v, claim) for v, claim in claimed.values() if claim is not None]
+        if not mine:
+            continue
+        if len(mine) >= DIGEST_THRESHOLD:
+            _send("pending_digest", user, [c for _, c in mine], {"versions": [v for v, _ in mine]})
+        else:
+            for item_version, claim in mine:
+                _send("pending_review", user, [claim], {"version": item_version})
+        sent += 1
+    return sent
+
+
+def notify_owner(version_id: int, event: str, template: str, context: dict[str, Any]) -> bool:
+    version = MemoryVersion.objects.select_related("owner", "item").get(pk=version_id)
+    owner = version.owner
+    if not owner.email:
+        return False
+    claim = _claim(f"{event}:{version.pk}", owner, version.tenant_id)
+    if claim is None:
+        return False
+    _send(template, owner, [claim], {"version": version, **context})
+    return True
+
+
+def remind_pending(version_id: int, day: str) -> int:
+    """A daily reminder of a version still waiting; once per reviewer and day."""
+    version = MemoryVersion.objects.select_related("item").get(pk=version_id)
+    sent = 0
+    for user in reviewers_for(version):
+        claim = _claim(f"reminder:{day}:{version.pk}", user, version.tenant_id)
+        if claim is not None:
+            _send("pending_review", user, [claim], {"version": version, "reminder": True})
+            sent += 1
+    return sent

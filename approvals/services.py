@@ -1,0 +1,331 @@
+"""Review decisions: approve, reject, retire, recheck, scenarios, link subject, revoke.
+
+Each locks the version it decides on, checks status and authority, and writes its audit
+event in one transaction. The proposer never counts; agents never decide (DESIGN.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from approvals.lifecycle import IN_USE_OR_OPEN, end_use, locked_versions
+from approvals.models import Approval
+from approvals.permissions import has_scope_authority, has_tenant_permission
+from audit.chain import digest
+from audit.services import audit_append
+from memory.errors import Conflict, Forbidden, InvalidContent
+from memory.models import (
+    OPEN_STATUSES,
+    Entity,
+    MemoryItem,
+    MemoryKind,
+    MemoryVersion,
+    Scenario,
+    Source,
+    Status,
+    Verification,
+)
+from memory.principals import Principal
+from memory.rules import TENANT_WIDE
+
+REVIEW_PERMISSION: dict[str, str] = {
+    MemoryKind.TASK_FACT.value: "review_task_fact",
+    MemoryKind.ENTERPRISE_RULE.value: "review_enterprise_rule",
+}
+
+
+def _require_person(principal: Principal, action: str) -> None:
+    if principal.user is None:
+        raise Forbidden(f"Agents cannot {action}; a person with authority must.")
+
+
+def may_review(principal: Principal, version: MemoryVersion) -> bool:
+    """Authority over the item's kind and scope (a preference: any reviewer of its scope)."""
+    if principal.user is None:
+        return False
+    perms = (
+        [REVIEW_PERMISSION[version.kind]]
+        if version.kind in REVIEW_PERMISSION
+        else list(REVIEW_PERMISSION.values())
+    )
+    if not any(has_scope_authority(principal, p, version.scope) for p in perms):
+        return False
+    if version.kind == MemoryKind.ENTERPRISE_RULE and version.scope == TENANT_WIDE:
+        return has_tenant_permission(principal, "approve_tenant_wide_rule")
+    return True
+
+
+def _is_proposer(principal: Principal, version: MemoryVersion) -> bool:
+    return principal.name == version.proposed_by or (
+        principal.user is not None and version.proposer_user_id == principal.user.pk
+    )
+
+
+def _lock_head(item: MemoryItem) -> MemoryVersion:
+    locked = MemoryItem.objects.select_for_update().get(pk=item.pk)
+    return (
+        MemoryVersion.objects.select_for_update()
+        .select_related("tenant", "owner")
+        .get(item=locked, number=locked.head_version)
+    )
+
+
+def _check_reviewer(principal: Principal, version: MemoryVersion, action: str) -> None:
+    _require_person(principal, action)
+    if _is_proposer(principal, version):
+        raise Forbidden(f"The proposer cannot {action} their own proposal.")
+    if not may_review(principal, version):
+        raise Forbidden(f"You have no authority to {action} a {version.kind} with this scope.")
+
+
+def _record_decision(
+    principal: Principal, version: MemoryVersion, decision: str, comment: str
+) -> None:
+    assert principal.user is not None  # noqa: S101 - checked by _require_person
+    try:
+        with transaction.atomic():
+            Approval.objects.create(
+                version=version,
+                reviewer=principal.user,
+                decision=decision,
+                comment=comment,
+                at=timezone.now(),
+            )
+    except IntegrityError as exc:
+        raise Conflict("You have already decided on this version.") from exc
+
+
+def _approvals_complete(version: MemoryVersion) -> bool:
+    approvers = set(
+        version.approvals.filter(decision=Approval.Decision.APPROVE).values_list(
+            "reviewer__username", flat=True
+        )
+    )
+    named = set(version.required_reviewers)
+    return len(approvers) >= version.approvals_required and named <= approvers
+
+
+def _verification_on_approval(version: MemoryVersion) -> str:
+    has_record = version.sources.filter(kind=Source.Kind.BUSINESS_RECORD).exists()
+    return Verification.VERIFIED_RECORD if has_record else Verification.CONFIRMED
+
+
+def version_approve(*, principal: Principal, item: MemoryItem, comment: str) -> MemoryVersion:
+    from approvals.dispatch import after_checks_requested
+    from memory.services import version_transition
+
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        _check_reviewer(principal, version, "approve")
+        if version.status != Status.PENDING_REVIEW:
+            raise Conflict(
+                f"Only a pending_review version can be approved; this is {version.status}."
+            )
+        _record_decision(principal, version, Approval.Decision.APPROVE, comment)
+        audit_append(
+            tenant=version.tenant,
+            actor=principal.name,
+            action="memory.approved",
+            target_type="memory",
+            target_id=version.item_id,
+            data={"version": version.number, "comment_sha256": digest(comment)},
+        )
+        if _approvals_complete(version):
+            version.verification = _verification_on_approval(version)
+            version.save(update_fields=["verification"])
+            version_transition(
+                version=version,
+                to=Status.CHECKING,
+                actor=principal.name,
+                reason="approvals complete",
+                verification=version.verification,
+            )
+            after_checks_requested(version)
+    return version
+
+
+def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> MemoryVersion:
+    from memory.services import version_transition
+
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        _check_reviewer(principal, version, "reject")
+        if version.status != Status.PENDING_REVIEW:
+            raise Conflict(
+                f"Only a pending_review version can be rejected; this is {version.status}."
+            )
+        _record_decision(principal, version, Approval.Decision.REJECT, reason)
+        version_transition(version=version, to=Status.REJECTED, actor=principal.name, reason=reason)
+    return version
+
+
+def _may_retire(principal: Principal, version: MemoryVersion) -> bool:
+    if principal.user is None:
+        return False
+    if version.kind == MemoryKind.PREFERENCE and version.owner_id == principal.user.pk:
+        return True
+    return has_scope_authority(principal, "retire_memory", version.scope)
+
+
+def memory_retire(
+    *, principal: Principal, item: MemoryItem, reason: str, in_flight: str = "reverify"
+) -> list[str]:
+    """End use at once: active and open versions become ``retired``; returns the tasks
+    flagged for re-verification (none when the caller says ``continue``)."""
+    with transaction.atomic(durable=True):
+        head = _lock_head(item)
+        if not _may_retire(principal, head):
+            _require_person(principal, "retire memory")
+            raise Forbidden("Retiring this memory needs retire_memory over its scope.")
+        versions = locked_versions(item, IN_USE_OR_OPEN)
+        if not versions:
+            raise Conflict(f"Nothing to retire: the memory is {head.status}.")
+        flagged = end_use(
+            item=item,
+            versions=versions,
+            to=Status.RETIRED,
+            actor=principal.name,
+            reason=reason,
+            flag_event=None if in_flight == "continue" else "retired",
+        )
+    return flagged
+
+
+def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
+    from approvals.dispatch import after_checks_requested
+    from memory.services import version_transition
+
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        _require_person(principal, "recheck")
+        if not may_review(principal, version):
+            raise Forbidden("Rechecking needs review authority over this memory's scope.")
+        if version.status != Status.CHECKS_FAILED:
+            raise Conflict(
+                f"Only a version whose checks failed can be rechecked; this is {version.status}."
+            )
+        version_transition(
+            version=version, to=Status.CHECKING, actor=principal.name, reason="recheck requested"
+        )
+        after_checks_requested(version)
+    return version
+
+
+def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, Any]) -> Scenario:
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        if version.status not in OPEN_STATUSES:
+            raise Conflict(
+                f"Scenarios can be added only before activation; this is {version.status}."
+            )
+        scenario = Scenario.objects.create(
+            version=version,
+            kind=data["kind"],
+            context=data.get("context") or {},
+            valid_at=data.get("valid_at"),
+            expect=data["expect"],
+            created_by=principal.name,
+        )
+        audit_append(
+            tenant=version.tenant,
+            actor=principal.name,
+            action="memory.scenario_added",
+            target_type="memory",
+            target_id=version.item_id,
+            data={
+                "version": version.number,
+                "scenario": scenario.pk,
+                "kind": scenario.kind,
+                "expect": scenario.expect,
+            },
+        )
+    return scenario
+
+
+def memory_link_subject(
+    *, principal: Principal, item: MemoryItem, subject_id: str
+) -> MemoryVersion:
+    """A reviewer resolves a held mention to an entity; the item then enters review."""
+    from approvals.dispatch import after_version_recorded
+    from memory.services import version_transition
+
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        _require_person(principal, "link a subject")
+        if not may_review(principal, version):
+            raise Forbidden("Linking needs review authority over this memory's scope.")
+        if version.status != Status.HELD_UNRESOLVED:
+            raise Conflict(
+                f"Only a held_unresolved memory can be linked; this is {version.status}."
+            )
+        entity = Entity.objects.filter(tenant=version.tenant, pk=subject_id).first()
+        if entity is None:
+            raise InvalidContent({"subject": [f"no entity {subject_id!r} in this tenant"]})
+        MemoryItem.objects.filter(pk=item.pk).update(subject=entity)
+        MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
+        version.subject = entity
+        to = Status.CHECKING if version.kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
+        version_transition(
+            version=version,
+            to=to,
+            actor=principal.name,
+            reason=f"subject linked to {entity.pk}",
+            subject=entity.pk,
+        )
+        after_version_recorded(version)
+    return version
+
+
+def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[str]:
+    """The basis is withdrawn: every active or pending version citing it is retired."""
+    _require_person(principal, "revoke a source")
+    with transaction.atomic(durable=True):
+        locked = Source.objects.select_for_update().get(pk=source.pk)
+        if locked.revoked_at is not None:
+            raise Conflict("This source is already revoked.")
+        affected = list(
+            MemoryVersion.objects.filter(sources=locked, status__in=IN_USE_OR_OPEN)
+            .values_list("item_id", flat=True)
+            .distinct()
+        )
+        items = list(MemoryItem.objects.filter(pk__in=affected).order_by("pk"))
+        heads = {
+            v.item_id: v
+            for v in MemoryVersion.objects.filter(
+                item__in=items, sources=locked, status__in=IN_USE_OR_OPEN
+            )
+        }
+        allowed = has_tenant_permission(principal, "retire_memory") or (
+            bool(heads) and all(_may_retire(principal, v) for v in heads.values())
+        )
+        if not allowed:
+            raise Forbidden(
+                "Revoking this source needs retire_memory over every memory based on it."
+            )
+        locked.revoked_at = timezone.now()
+        locked.revoked_reason = reason
+        locked.save(update_fields=["revoked_at", "revoked_reason"])
+        audit_append(
+            tenant=locked.tenant,
+            actor=principal.name,
+            action="source.revoked",
+            target_type="source",
+            target_id=locked.pk,
+            data={"reason_sha256": digest(reason), "memories": [i.pk for i in items]},
+        )
+        for item in items:
+            versions = [
+                v for v in locked_versions(item, IN_USE_OR_OPEN) if locked.pk in v.source_ids
+            ]
+            end_use(
+                item=item,
+                versions=versions,
+                to=Status.RETIRED,
+                actor=principal.name,
+                reason=f"source {locked.pk} revoked: {reason}",
+                flag_event="retired",
+            )
+    return [item.pk for item in items]

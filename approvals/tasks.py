@@ -1,0 +1,92 @@
+"""Celery tasks: thin, idempotent wrappers that take ids and call services.
+
+Acknowledged late and rejected on worker loss (settings), so a killed worker's task is
+redelivered; every task tolerates running twice."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.utils import timezone
+
+from approvals import checking, notifications
+from approvals.lifecycle import versions_expire
+from approvals.models import Revalidation
+from memory.models import MemoryVersion, Status
+
+logger = logging.getLogger(__name__)
+STUCK_AFTER = timedelta(minutes=2)
+EXPIRY_WARNINGS = (timedelta(days=7), timedelta(days=1))
+
+
+@shared_task(acks_late=True)
+def run_preview_checks(version_id: int) -> None:
+    checking.preview(version_id)
+
+
+@shared_task(acks_late=True)
+def run_gate_checks(version_id: int) -> str:
+    return checking.gate(version_id)
+
+
+@shared_task(acks_late=True)
+def revalidate_chunk(job_id: str, version_ids: list[int]) -> None:
+    checking.revalidation_chunk(job_id=job_id, version_ids=version_ids)
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def notify_pending_review(version_id: int) -> int:
+    return notifications.notify_pending_review(version_id)
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def notify_checks_failed(version_id: int) -> bool:
+    return notifications.notify_owner(version_id, "checks_failed", "checks_failed", {})
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def notify_retired(version_ids: list[int]) -> None:
+    for version_id in version_ids:
+        notifications.notify_owner(version_id, "retired", "retired", {})
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def notify_revalidation_failures(job_id: str, item_ids: list[str]) -> None:
+    job = Revalidation.objects.get(pk=job_id)
+    for version in MemoryVersion.objects.filter(item_id__in=item_ids, status=Status.ACTIVE):
+        notifications.notify_owner(
+            version.pk, f"revalidation:{job_id}", "revalidation_failed", {"job": job}
+        )
+
+
+@shared_task
+def sweep_stuck_checks() -> list[int]:
+    """Re-enqueue gate runs lost between commit and enqueue, or with a dead worker."""
+    stuck = checking.stuck_in_checking(STUCK_AFTER)
+    for version_id in stuck:
+        run_gate_checks.delay(version_id)
+    return stuck
+
+
+@shared_task
+def expire_due_memory() -> list[str]:
+    return versions_expire(now=timezone.now())
+
+
+@shared_task
+def remind_pending_and_expiring() -> None:
+    """Daily: reviewers get a reminder of what still waits; owners get expiry warnings."""
+    now = timezone.now()
+    waiting = MemoryVersion.objects.filter(
+        status=Status.PENDING_REVIEW, status_changed_at__lte=now - timedelta(days=1)
+    )
+    for version in waiting:
+        notifications.remind_pending(version.pk, now.date().isoformat())
+    for ahead in EXPIRY_WARNINGS:
+        due = MemoryVersion.objects.filter(
+            status=Status.ACTIVE, expires_at__gt=now, expires_at__lte=now + ahead
+        )
+        for version in due:
+            notifications.notify_owner(version.pk, f"expiry_{ahead.days}d", "expiry_warning", {})

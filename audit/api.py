@@ -1,0 +1,98 @@
+"""The audit trail over the API: readers need ``view_audit`` on the tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.models import AuditEvent
+from audit.selectors import audit_events, audit_verify
+from memory.errors import Forbidden, InvalidContent
+from memory.pagination import paginate
+from memory.principals import Principal
+from memory.serializers import ZonedDateTimeField, iso
+from memory.views_base import MemgovAPIView
+
+
+def require_view_audit(principal: Principal) -> None:
+    from approvals.permissions import has_tenant_permission
+
+    if principal.user is None or not has_tenant_permission(principal, "view_audit"):
+        raise Forbidden("Reading the audit trail needs the view_audit permission.")
+
+
+def event_representation(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "at": iso(event.at),
+        "actor": event.actor,
+        "action": event.action,
+        "target_type": event.target_type,
+        "target_id": event.target_id,
+        "data": event.data,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }
+
+
+class AuditListView(MemgovAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(n, str, required=False)
+            for n in ("target", "actor", "action", "since", "limit", "cursor")
+        ],
+        responses={200: inline_serializer("AuditPage", fields={"next": serializers.CharField()})},
+        operation_id="audit_list",
+    )
+    def get(self, request: Request) -> Response:
+        principal = self.principal()
+        require_view_audit(principal)
+        params = request.query_params
+        since = None
+        if params.get("since"):
+            field = ZonedDateTimeField()
+            try:
+                since = field.to_internal_value(params["since"])
+            except serializers.ValidationError as exc:
+                raise InvalidContent({"since": ["must be an RFC 3339 time with a zone"]}) from exc
+        events = audit_events(
+            tenant=principal.tenant,
+            target=params.get("target"),
+            actor=params.get("actor"),
+            action=params.get("action"),
+            since=since,
+        )
+        return Response(
+            paginate(request, events, key="seq", represent=event_representation, key_type=int)
+        )
+
+
+class AuditVerifyView(MemgovAPIView):
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "AuditVerification",
+                fields={
+                    "ok": serializers.BooleanField(),
+                    "events_checked": serializers.IntegerField(),
+                    "first_bad_seq": serializers.IntegerField(allow_null=True),
+                },
+            )
+        },
+        operation_id="audit_verify",
+    )
+    def get(self, request: Request) -> Response:
+        principal = self.principal()
+        require_view_audit(principal)
+        result = audit_verify(tenant=principal.tenant)
+        return Response(
+            {
+                "ok": result.ok,
+                "events_checked": result.events_checked,
+                "first_bad_seq": result.first_bad_seq,
+            }
+        )

@@ -1,0 +1,25 @@
+"""The Celery app: ``celery -A config worker`` and ``celery -A config beat``."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+app = Celery("config")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def prepare_embedded_broker() -> None:
+    """The filesystem transport (``make run`` without Redis) needs its folders."""
+    from django.conf import settings
+
+    if not str(settings.CELERY_BROKER_URL).startswith("filesystem://"):
+        return
+    from pathlib import Path
+
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key])).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,140 @@
+"""Every API error as RFC 9457 ``application/problem+json``.
+
+DRF errors pass through ``problem_exception_handler``; errors Django raises before or
+outside DRF (400, 403, 404, 413, 500) go through the ``handler*`` views in ``config.urls``.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from memory.errors import DomainError
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+def problem_body(status: int, detail: str, **extra: Any) -> dict[str, Any]:
+    phrase = HTTPStatus(status).phrase
+    slug = phrase.lower().replace(" ", "-").replace("'", "")
+    return {
+        "type": f"https://memgov.dev/problems/{slug}",
+        "title": phrase,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+
+
+def problem_response(status: int, detail: str, **extra: Any) -> HttpResponse:
+    """A problem answer for code paths outside DRF (middleware, Django's handlers)."""
+    return HttpResponse(
+        json.dumps(problem_body(status, detail, **extra)),
+        status=status,
+        content_type=PROBLEM_CONTENT_TYPE,
+    )
+
+
+class Problem(exceptions.APIException):
+    """An API error with an explicit status and extra members (e.g. ``current_version``)."""
+
+    def __init__(self, status: int, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status_code = status
+        self.extra = extra
+
+
+class Unprocessable(Problem):
+    """422: the request parsed but its content breaks a rule; ``errors`` names the fields."""
+
+    def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:
+        first = next(iter(errors), "request")
+        super().__init__(
+            422, detail or f"Invalid content: {first}: {errors.get(first, [''])[0]}", errors=errors
+        )
+
+
+def _flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF nests serializer errors; the contract wants ``{"field": ["message"]}``."""
+    if isinstance(data, dict):
+        out: dict[str, list[str]] = {}
+        for key, value in data.items():
+            name = "request" if key == "non_field_errors" else str(key)
+            out.update(_flatten_errors(value, f"{prefix}.{name}" if prefix else name))
+        return out
+    if isinstance(data, list) and data and all(isinstance(x, str) for x in data):
+        return {prefix or "request": [str(x) for x in data]}
+    if isinstance(data, list):
+        out = {}
+        for index, item in enumerate(data):
+            if item:
+                out.update(_flatten_errors(item, f"{prefix}[{index}]"))
+        return out
+    return {prefix or "request": [str(data)]}
+
+
+def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DomainError):
+        exc = Problem(exc.status, exc.detail, **exc.extra)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None  # an unexpected error: Django's handler500 answers
+    status = response.status_code
+    extra: dict[str, Any] = {}
+    if isinstance(exc, Problem):
+        extra = dict(exc.extra)
+        detail = str(exc.detail)
+    elif isinstance(exc, exceptions.ValidationError):
+        status = 422
+        extra["errors"] = _flatten_errors(exc.detail)
+        first = next(iter(extra["errors"]))
+        detail = f"Invalid content: {first}: {extra['errors'][first][0]}"
+    else:
+        raw = response.data.get("detail", "") if isinstance(response.data, dict) else ""
+        detail = str(raw) or HTTPStatus(status).phrase
+    body = problem_body(status, detail, **extra)
+    kept = ("Retry-After", "WWW-Authenticate", "Allow")
+    headers = {k: v for k, v in response.headers.items() if k in kept}
+    return Response(body, status=status, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _wants_problem(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/") or "json" in request.headers.get("Accept", "")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return problem_response(400, "The request could not be understood.")
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if not _wants_problem(request):
+        from django.views.defaults import permission_denied as html_denied
+
+        return html_denied(request, exception or Exception())
+    return problem_response(403, str(exception) or "You are not allowed to do this.")
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if not _wants_problem(request):
+        from django.views.defaults import page_not_found as html_not_found
+
+        return html_not_found(request, exception or Exception())
+    return problem_response(404, "Not found.")
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if not _wants_problem(request):
+        from django.views.defaults import server_error as html_error
+
+        return html_error(request)
+    return problem_response(500, "Internal error; it has been logged.")
+
+
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    return problem_response(404, f"No API endpoint at {request.path}.")

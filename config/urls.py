@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config import health, problems
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("floor", health.floor, name="floor"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("memory.urls")),
+    path("api/v1/", include("audit.urls")),
+    path("api/v1/", include("approvals.urls")),
+    # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
+    re_path(r"^api/", problems.api_not_found),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+]
+
+handler400 = "config.problems.bad_request"
+handler403 = "config.problems.permission_denied"
+handler404 = "config.problems.page_not_found"
+handler500 = "config.problems.server_error"

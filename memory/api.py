@@ -1,0 +1,206 @@
+"""REST endpoints for sources, entities and memories (API.md). Thin: parse, call, represent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memory import selectors, services
+from memory.errors import InvalidContent, NotFound
+from memory.models import MemoryKind, Status
+from memory.serializers import (
+    AliasInput,
+    CorrectionInput,
+    EntityInput,
+    MatchInput,
+    ProposalInput,
+    SourceInput,
+    entity_representation,
+    memory_representation,
+    source_representation,
+)
+from memory.views_base import MemgovAPIView
+
+_ANY_OBJECT = inline_serializer("Object", fields={"id": serializers.CharField()})
+
+
+def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise InvalidContent({"request": ["the body must be a JSON object"]})
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _memory_response(version: Any, status_code: int = 200) -> Response:
+    return Response(
+        memory_representation(version), status=status_code, headers={"ETag": f'"{version.number}"'}
+    )
+
+
+class SourceCollectionView(MemgovAPIView):
+    @extend_schema(request=SourceInput, responses={201: _ANY_OBJECT}, operation_id="source_record")
+    def post(self, request: Request) -> Response:
+        source = services.source_record(
+            principal=self.principal(), data=_valid(SourceInput, request)
+        )
+        return Response(source_representation(source), status=status.HTTP_201_CREATED)
+
+
+class SourceDetailView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="source_get")
+    def get(self, request: Request, source_id: str) -> Response:
+        return Response(source_representation(selectors.access_source(self.principal(), source_id)))
+
+
+class EntityCollectionView(MemgovAPIView):
+    @extend_schema(request=EntityInput, responses={201: _ANY_OBJECT}, operation_id="entity_create")
+    def post(self, request: Request) -> Response:
+        data = _valid(EntityInput, request)
+        entity = services.entity_create(
+            principal=self.principal(),
+            kind=data["kind"],
+            name=data["name"],
+            aliases=data.get("aliases") or [],
+            external_ref=data.get("external_ref") or "",
+        )
+        entity = selectors.access_entity(self.principal(), entity.pk)
+        return Response(entity_representation(entity), status=status.HTTP_201_CREATED)
+
+
+class EntityDetailView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="entity_get")
+    def get(self, request: Request, entity_id: str) -> Response:
+        return Response(entity_representation(selectors.access_entity(self.principal(), entity_id)))
+
+
+class EntityAliasView(MemgovAPIView):
+    @extend_schema(
+        request=AliasInput, responses={201: _ANY_OBJECT}, operation_id="entity_alias_add"
+    )
+    def post(self, request: Request, entity_id: str) -> Response:
+        principal = self.principal()
+        entity = selectors.access_entity(principal, entity_id)
+        data = _valid(AliasInput, request)
+        source = None
+        if data.get("source"):
+            try:
+                source = selectors.access_source(principal, data["source"])
+            except NotFound as exc:
+                raise InvalidContent({"source": ["no such source visible to you"]}) from exc
+        services.alias_add(principal=principal, entity=entity, alias=data["alias"], source=source)
+        entity = selectors.access_entity(principal, entity_id)
+        return Response(entity_representation(entity), status=status.HTTP_201_CREATED)
+
+
+class EntityMatchView(MemgovAPIView):
+    @extend_schema(request=MatchInput, responses={200: _ANY_OBJECT}, operation_id="entity_match")
+    def post(self, request: Request) -> Response:
+        data = _valid(MatchInput, request)
+        matches = selectors.entity_match(
+            principal=self.principal(), name=data["name"], kind=data.get("kind") or None
+        )
+        decision = {0: "none", 1: "matched"}.get(len(matches), "ambiguous")
+        candidates = [
+            {"id": e.pk, "kind": e.kind, "name": e.name, "matched_on": on} for e, on in matches
+        ]
+        return Response({"decision": decision, "candidates": candidates})
+
+
+def _memory_filters(request: Request) -> selectors.MemoryFilters:
+    params = request.query_params
+    errors: dict[str, list[str]] = {}
+    if params.get("kind") and params["kind"] not in MemoryKind.values:
+        errors["kind"] = [f"must be one of {', '.join(MemoryKind.values)}"]
+    if params.get("status") and params["status"] not in Status.values:
+        errors["status"] = [f"must be one of {', '.join(Status.values)}"]
+    if errors:
+        raise InvalidContent(errors)
+    scope = {k.removeprefix("scope."): str(v) for k, v in params.items() if k.startswith("scope.")}
+    return selectors.MemoryFilters(
+        subject=params.get("subject"),
+        field=params.get("field"),
+        kind=params.get("kind"),
+        status=params.get("status"),
+        owner=params.get("owner"),
+        scope=scope,
+    )
+
+
+_LIST_PARAMS = [
+    OpenApiParameter(name, str, required=False)
+    for name in ("subject", "field", "kind", "status", "owner", "limit", "cursor")
+]
+
+
+class MemoryCollectionView(MemgovAPIView):
+    @extend_schema(
+        parameters=_LIST_PARAMS, responses={200: _ANY_OBJECT}, operation_id="memory_list"
+    )
+    def get(self, request: Request) -> Response:
+        from memory.pagination import paginate
+
+        principal = self.principal()
+        heads = selectors.memory_heads(principal, _memory_filters(request))
+        return Response(
+            paginate(
+                request,
+                heads,
+                key="item_id",
+                represent=memory_representation,
+                keep=lambda version: selectors.version_visible(version, principal),
+            )
+        )
+
+    @extend_schema(
+        request=ProposalInput, responses={201: _ANY_OBJECT}, operation_id="memory_propose"
+    )
+    def post(self, request: Request) -> Response:
+        principal = self.principal()
+        version = services.memory_propose(principal=principal, data=_valid(ProposalInput, request))
+        item = selectors.access_memory(principal, version.item_id)
+        return _memory_response(selectors.memory_head(item), status.HTTP_201_CREATED)
+
+
+class MemoryDetailView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_get")
+    def get(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        return _memory_response(selectors.memory_head(item))
+
+
+class MemoryVersionsView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_versions")
+    def get(self, request: Request, memory_id: str) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        return Response([memory_representation(v) for v in selectors.memory_versions(item)])
+
+    @extend_schema(
+        request=CorrectionInput,
+        responses={201: _ANY_OBJECT},
+        operation_id="memory_correct",
+        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
+    )
+    def post(self, request: Request, memory_id: str) -> Response:
+        principal = self.principal()
+        item = selectors.access_memory(principal, memory_id)
+        data = _valid(CorrectionInput, request)
+        version = services.memory_correct(
+            principal=principal, item=item, if_match=request.headers.get("If-Match"), data=data
+        )
+        return _memory_response(
+            selectors.memory_head(selectors.access_memory(principal, version.item_id)),
+            status.HTTP_201_CREATED,
+        )
+
+
+class MemoryVersionDetailView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_version_get")
+    def get(self, request: Request, memory_id: str, number: int) -> Response:
+        item = selectors.access_memory(self.principal(), memory_id)
+        version = selectors.memory_version(item, number)
+        return Response(memory_representation(version), headers={"ETag": f'"{version.number}"'})

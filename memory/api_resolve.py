@@ -1,0 +1,150 @@
+"""Resolve, task records and policy (API.md, Resolve / Tasks / Policy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from approvals.checking import revalidation_start
+from approvals.models import Revalidation
+from approvals.permissions import has_tenant_permission
+from memory import resolution, selectors, services
+from memory.api import _ANY_OBJECT, _valid
+from memory.errors import Forbidden, NotFound
+from memory.serializers import ZonedDateTimeField, iso
+from memory.tasks_view import task_record
+from memory.views_base import MemgovAPIView
+
+
+class ResolveInput(serializers.Serializer[Any]):
+    subject = serializers.CharField(max_length=40)
+    fields = serializers.ListField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=100),
+        required=False,
+        allow_empty=False,
+        max_length=100,
+    )
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=200), required=False
+    )
+    valid_at = ZonedDateTimeField(required=False, allow_null=True)
+    known_at = ZonedDateTimeField(required=False, allow_null=True)
+    task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    explain = serializers.BooleanField(required=False, default=False)
+
+
+class PolicyInput(serializers.Serializer[Any]):
+    precedence = serializers.DictField()
+    reason = serializers.CharField(max_length=2000)
+
+
+class RevalidateInput(serializers.Serializer[Any]):
+    reason = serializers.CharField(max_length=2000)
+
+
+class ResolveView(MemgovAPIView):
+    @extend_schema(request=ResolveInput, responses={200: _ANY_OBJECT}, operation_id="resolve")
+    def post(self, request: Request) -> Response:
+        principal = self.principal()
+        data = _valid(ResolveInput, request)
+        fields = data.get("fields")
+        body = resolution.resolve_for(
+            principal,
+            resolution.ResolveRequest(
+                subject=data["subject"],
+                context=data.get("context") or {},
+                fields=tuple(dict.fromkeys(fields)) if fields else None,
+                valid_at=data.get("valid_at"),
+                known_at=data.get("known_at"),
+                task_id=data.get("task_id") or None,
+                explain=data["explain"],
+            ),
+        )
+        return Response(body)
+
+
+class TaskView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="task_get")
+    def get(self, request: Request, task_id: str) -> Response:
+        record = task_record(self.principal(), task_id)
+        if record is None:
+            raise NotFound(f"No retrievals recorded for task {task_id}.")
+        return Response(record)
+
+
+def _policy_body(policy: Any) -> dict[str, Any]:
+    return {
+        "version": str(policy.version),
+        "precedence": policy.precedence,
+        "published_at": iso(policy.published_at),
+        "published_by": policy.published_by,
+        "reason": policy.reason,
+    }
+
+
+def _require_manage_policy(view: MemgovAPIView) -> None:
+    principal = view.principal()
+    if principal.user is None or not has_tenant_permission(principal, "manage_policy"):
+        raise Forbidden("This needs the manage_policy permission.")
+
+
+class PolicyView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="policy_get")
+    def get(self, request: Request) -> Response:
+        return Response(_policy_body(selectors.current_policy(self.principal().tenant)))
+
+    @extend_schema(request=PolicyInput, responses={201: _ANY_OBJECT}, operation_id="policy_publish")
+    def post(self, request: Request) -> Response:
+        principal = self.principal()
+        data = _valid(PolicyInput, request)
+        policy = services.policy_publish(
+            principal=principal, precedence=data["precedence"], reason=data["reason"]
+        )
+        job = revalidation_start(
+            tenant=principal.tenant,
+            actor=principal.name,
+            reason=f"policy {policy.version} published: {data['reason']}",
+        )
+        return Response(
+            {**_policy_body(policy), "revalidation": job.pk}, status=status.HTTP_201_CREATED
+        )
+
+
+class RevalidateView(MemgovAPIView):
+    @extend_schema(
+        request=RevalidateInput, responses={202: _ANY_OBJECT}, operation_id="policy_revalidate"
+    )
+    def post(self, request: Request) -> Response:
+        _require_manage_policy(self)
+        data = _valid(RevalidateInput, request)
+        principal = self.principal()
+        job = revalidation_start(
+            tenant=principal.tenant, actor=principal.name, reason=data["reason"]
+        )
+        return Response({"revalidation": job.pk}, status=status.HTTP_202_ACCEPTED)
+
+
+class RevalidationView(MemgovAPIView):
+    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="revalidation_get")
+    def get(self, request: Request, job_id: str) -> Response:
+        job = Revalidation.objects.filter(tenant=self.principal().tenant, pk=job_id).first()
+        if job is None:
+            raise NotFound(f"No revalidation {job_id}.")
+        return Response(
+            {
+                "id": job.pk,
+                "status": job.status,
+                "total": job.total,
+                "done": job.done,
+                "failed": job.failed,
+                "flagged": job.flagged,
+                "reason": job.reason,
+                "policy_version": job.policy_version,
+                "started_at": iso(job.started_at),
+                "finished_at": iso(job.finished_at),
+            }
+        )

@@ -1,0 +1,44 @@
+"""Domain errors raised by services and selectors; the API maps each to a problem answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    status = 400
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class InvalidContent(DomainError):
+    """422 with ``errors`` naming every broken field; nothing was written."""
+
+    status = 422
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        first = next(iter(errors))
+        super().__init__(f"Invalid content: {first}: {errors[first][0]}", errors=errors)
+        self.errors = errors
+
+
+class NotFound(DomainError):
+    status = 404
+
+    def __init__(self, detail: str = "Not found.") -> None:
+        super().__init__(detail)
+
+
+class Forbidden(DomainError):
+    status = 403
+
+
+class Conflict(DomainError):
+    status = 409
+
+
+class PreconditionRequired(DomainError):
+    status = 428

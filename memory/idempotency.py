@@ -1,0 +1,86 @@
+"""``Idempotency-Key`` for POSTs: a retry with the same key and body gets the first answer;
+the same key with another body is a 422. Records are kept per tenant for 24 hours."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memory.errors import Conflict, InvalidContent
+from memory.models import IdempotencyRecord, Tenant
+
+HEADER = "Idempotency-Key"
+IN_PROGRESS = 0
+_REPLAYED_HEADERS = ("ETag", "Location")
+
+
+class Replay(Exception):
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def request_hash(request: Request) -> str:
+    body: bytes = request._request.body  # the raw bytes: same key, same bytes
+    return hashlib.sha256(
+        (request.method or "").encode() + b" " + request.path.encode() + b"\n" + body
+    ).hexdigest()
+
+
+def reserve(tenant: Tenant, key: str, digest: str) -> IdempotencyRecord:
+    """Claim the key before running the request, so two concurrent retries run it once."""
+    if not key or len(key) > 200:
+        raise InvalidContent({HEADER: ["must be 1 to 200 characters"]})
+    ttl = timedelta(seconds=settings.MEMGOV_IDEMPOTENCY_TTL_SECONDS)
+    now = timezone.now()
+    IdempotencyRecord.objects.filter(tenant=tenant, key=key, created_at__lt=now - ttl).delete()
+    try:
+        with transaction.atomic():
+            return IdempotencyRecord.objects.create(
+                tenant=tenant,
+                key=key,
+                request_hash=digest,
+                response_status=IN_PROGRESS,
+                response_body={},
+                created_at=now,
+            )
+    except IntegrityError:
+        existing = IdempotencyRecord.objects.get(tenant=tenant, key=key)
+    if existing.request_hash != digest:
+        raise InvalidContent({HEADER: ["was already used with a different request"]})
+    if existing.response_status == IN_PROGRESS:
+        raise Conflict("A request with this Idempotency-Key is still being processed.")
+    headers = dict(existing.response_headers)
+    content_type = headers.pop("Content-Type", None)
+    response = Response(
+        existing.response_body,
+        status=existing.response_status,
+        headers=headers,
+        content_type=content_type,
+    )
+    response["Idempotent-Replayed"] = "true"
+    raise Replay(response)
+
+
+def complete(record: IdempotencyRecord, response: Response) -> None:
+    if response.status_code >= 500:
+        record.delete()  # a failure of ours: let the retry run again
+        return
+    headers: dict[str, Any] = {h: response[h] for h in _REPLAYED_HEADERS if response.has_header(h)}
+    if response.content_type:
+        headers["Content-Type"] = response.content_type
+    IdempotencyRecord.objects.filter(pk=record.pk).update(
+        response_status=response.status_code,
+        response_body=response.data,
+        response_headers=headers,
+    )
+
+
+def release(record: IdempotencyRecord) -> None:
+    IdempotencyRecord.objects.filter(pk=record.pk, response_status=IN_PROGRESS).delete()

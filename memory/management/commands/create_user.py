@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from approvals.permissions import permission_grant
+from memory.models import REVIEW_PERMISSIONS, Tenant
+from memory.services import user_create
+
+GRANT_RE = re.compile(r"^(?P<perm>[a-z_]+)(?:@(?P<dim>[a-z][a-z0-9_]{0,31})=(?P<value>.+))?$")
+
+
+def parse_grant(raw: str) -> tuple[str, str | None, str | None]:
+    match = GRANT_RE.match(raw)
+    if match is None or match["perm"] not in REVIEW_PERMISSIONS:
+        raise CommandError(
+            f"--grant {raw!r}: expected PERM[@DIM=VALUE], PERM one of {sorted(REVIEW_PERMISSIONS)}"
+        )
+    return match["perm"], match["dim"], match["value"]
+
+
+class Command(BaseCommand):
+    help = "Create a person in a tenant, with labels and object permissions."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--tenant", required=True)
+        parser.add_argument("--password", default=None)
+        parser.add_argument("--email", default="")
+        parser.add_argument("--labels", default="")
+        parser.add_argument(
+            "--grant",
+            action="append",
+            default=[],
+            help="PERM or PERM@DIM=VALUE, e.g. review_task_fact@project=P-9",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
+        if tenant is None:
+            raise CommandError(f"no tenant {options['tenant']!r}")
+        if get_user_model().objects.filter(username=options["username"]).exists():
+            raise CommandError(f"user {options['username']!r} already exists")
+        grants = [parse_grant(g) for g in options["grant"]]
+        labels = [label.strip() for label in options["labels"].split(",") if label.strip()]
+        user = user_create(
+            tenant=tenant,
+            username=options["username"],
+            password=options["password"],
+            email=options["email"],
+            labels=labels,
+        )
+        with transaction.atomic():
+            for perm, dim, value in grants:
+                permission_grant(
+                    user=user, tenant=tenant, codename=perm, dimension=dim, value=value
+                )
+        self.stdout.write(f"created user {user.get_username()} in {tenant.slug}")

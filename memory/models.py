@@ -1,0 +1,428 @@
+"""Tenants, principals, the three layers (source, memory item, resolution input) and policy.
+
+Versions are immutable; what changes is their ``status`` and system times, and only
+through ``memory.services`` / ``approvals.services`` transitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from memory.ids import new_entity_id, new_memory_id, new_source_id
+
+TENANT_PERMISSIONS = (
+    ("review_task_fact", "Review task facts"),
+    ("review_enterprise_rule", "Review enterprise rules"),
+    ("approve_tenant_wide_rule", "Approve tenant-wide rules"),
+    ("retire_memory", "Retire memory and revoke sources"),
+    ("manage_policy", "Manage the resolution policy"),
+    ("view_audit", "View the audit trail"),
+)
+REVIEW_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
+
+
+class Tenant(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    approvals_required = models.PositiveSmallIntegerField(
+        default=2, help_text="Distinct approvals an enterprise rule needs."
+    )
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        permissions = TENANT_PERMISSIONS
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    """A person's place in one tenant, with the visibility labels that person holds."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
+    labels = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"
+
+
+class ApiKey(models.Model):
+    class Principal(models.TextChoices):
+        AGENT = "agent"
+        USER = "user"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
+    prefix = models.CharField(max_length=16, unique=True, help_text="Lookup part, not secret.")
+    key_hash = models.CharField(max_length=64, help_text="sha256 of the whole key.")
+    principal = models.CharField(max_length=8, choices=Principal.choices)
+    agent_name = models.CharField(max_length=100, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    labels = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="apikey_principal_has_identity",
+                condition=(Q(principal="agent") & ~Q(agent_name="") & Q(user__isnull=True))
+                | (Q(principal="user") & Q(user__isnull=False)),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.principal_name})"
+
+    @property
+    def principal_name(self) -> str:
+        if self.principal == self.Principal.AGENT:
+            return f"agent:{self.agent_name}"
+        assert self.user is not None  # noqa: S101 - guaranteed by the check constraint
+        return f"user:{self.user.get_username()}"
+
+
+class ScopeValue(models.Model):
+    """A value seen for a scope dimension in a tenant: target of scoped review authority and
+    the source of sibling values for inapplicable scenario checks."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="scope_values")
+    dimension = models.CharField(max_length=32)
+    value = models.CharField(max_length=200)
+
+    class Meta:
+        permissions = TENANT_PERMISSIONS
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "dimension", "value"], name="scopevalue_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dimension}={self.value}"
+
+
+class Entity(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=new_entity_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="entities")
+    kind = models.CharField(max_length=50)
+    name = models.CharField(max_length=200)
+    name_normalized = models.CharField(max_length=200, help_text="casefolded, for matching")
+    external_ref = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "entities"
+        indexes = [models.Index(fields=["tenant", "name_normalized"], name="entity_tenant_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class Alias(models.Model):
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE, related_name="aliases")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    alias = models.CharField(max_length=200)
+    normalized = models.CharField(max_length=200)
+    source = models.ForeignKey("Source", null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "aliases"
+        constraints = [
+            models.UniqueConstraint(fields=["entity", "normalized"], name="alias_unique_per_entity")
+        ]
+        indexes = [models.Index(fields=["tenant", "normalized"], name="alias_tenant_normalized")]
+
+    def __str__(self) -> str:
+        return self.alias
+
+
+class Source(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        BUSINESS_RECORD = "business_record"
+        APPROVAL_RECORD = "approval_record"
+        DOCUMENT = "document"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_source_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="sources")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # None (purged by retention) is not "" (said nothing): the digest still proves what it was.
+    content = models.TextField(null=True, blank=True)  # noqa: DJ001
+    content_sha256 = models.CharField(max_length=64)
+    external_ref = models.CharField(max_length=200, blank=True)
+    version = models.CharField(max_length=50, blank=True)
+    speaker = models.CharField(max_length=200, blank=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    visibility = models.JSONField(default=list)
+    metadata = models.JSONField(default=dict, blank=True)
+    recorded_by = models.CharField(max_length=150)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="source_kind_valid",
+                condition=Q(kind__in=["message", "business_record", "approval_record", "document"]),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class MemoryKind(models.TextChoices):
+    PREFERENCE = "preference"
+    TASK_FACT = "task_fact"
+    ENTERPRISE_RULE = "enterprise_rule"
+
+
+class Status(models.TextChoices):
+    HELD_UNRESOLVED = "held_unresolved"
+    PENDING_REVIEW = "pending_review"
+    CHECKING = "checking"
+    CHECKS_FAILED = "checks_failed"
+    ACTIVE = "active"
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"
+    RETIRED = "retired"
+    EXPIRED = "expired"
+
+
+# A version in one of these may still become active: a correction of it supersedes it.
+OPEN_STATUSES = (
+    Status.HELD_UNRESOLVED,
+    Status.PENDING_REVIEW,
+    Status.CHECKING,
+    Status.CHECKS_FAILED,
+)
+
+
+class Verification(models.TextChoices):
+    ASSERTED = "asserted"
+    CONFIRMED = "confirmed"
+    VERIFIED_RECORD = "verified_record"
+
+
+class Assertion(models.TextChoices):
+    STATE = "state"
+    PLAN = "plan"
+
+
+class MemoryItem(models.Model):
+    """A lineage: kind, subject and field are fixed; content lives in its versions."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memory_items")
+    kind = models.CharField(max_length=20, choices=MemoryKind.choices)
+    subject = models.ForeignKey(
+        Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="memory_items"
+    )
+    subject_mention = models.CharField(max_length=200, blank=True)
+    field = models.CharField(max_length=100)
+    head_version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "subject", "field"], name="item_subject_field")]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class MemoryVersion(models.Model):
+    item = models.ForeignKey(MemoryItem, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    # Copied from the lineage so the resolver's lookup is one index scan on one table.
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=20, choices=MemoryKind.choices)
+    subject = models.ForeignKey(
+        Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    field = models.CharField(max_length=100)
+
+    value = models.JSONField(null=True)
+    statement = models.TextField()
+    scope = models.JSONField(default=dict)
+    specificity = models.PositiveSmallIntegerField(default=0)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    proposed_by = models.CharField(max_length=150)
+    proposer_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    expires_at = models.DateTimeField(null=True, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    assertion = models.CharField(max_length=8, choices=Assertion.choices, default=Assertion.STATE)
+    verification = models.CharField(
+        max_length=20, choices=Verification.choices, default=Verification.ASSERTED
+    )
+    sources = models.ManyToManyField(Source, related_name="memory_versions")
+    source_ids = models.JSONField(default=list, help_text="Denormalized, immutable copy.")
+    required_visibility = models.JSONField(
+        default=list, help_text="Label sets a caller must satisfy: each source's and the item's."
+    )
+    basis = models.JSONField(default=dict, blank=True)
+    visibility = models.JSONField(default=list, blank=True)
+    required_reviewers = models.JSONField(default=list, blank=True)
+    approvals_required = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    status_reason = models.TextField(blank=True)
+    status_changed_at = models.DateTimeField()
+    recorded_at = models.DateTimeField()
+    activated_at = models.DateTimeField(null=True, blank=True)
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "number"], name="version_unique_number"),
+            models.UniqueConstraint(
+                fields=["item"], condition=Q(status="active"), name="version_one_active_per_item"
+            ),
+            models.CheckConstraint(
+                name="version_status_valid", condition=Q(status__in=Status.values)
+            ),
+            models.CheckConstraint(
+                name="version_kind_valid", condition=Q(kind__in=MemoryKind.values)
+            ),
+            models.CheckConstraint(
+                name="version_assertion_valid", condition=Q(assertion__in=Assertion.values)
+            ),
+            models.CheckConstraint(
+                name="version_verification_valid",
+                condition=Q(verification__in=Verification.values),
+            ),
+            models.CheckConstraint(
+                name="version_valid_interval",
+                condition=Q(valid_from__isnull=True)
+                | Q(valid_to__isnull=True)
+                | Q(valid_from__lte=models.F("valid_to")),
+            ),
+            models.CheckConstraint(
+                name="version_active_has_activation",
+                condition=~Q(status="active") | Q(activated_at__isnull=False),
+            ),
+        ]
+        indexes = [
+            # The resolver's lookup: versions of a subject and field in use.
+            models.Index(
+                fields=["tenant", "subject", "field", "status"], name="version_resolve_lookup"
+            ),
+            models.Index(fields=["tenant", "status", "recorded_at"], name="version_queue"),
+            models.Index(fields=["status", "expires_at"], name="version_expiry"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id} v{self.number}"
+
+    @property
+    def memory_id(self) -> str:
+        return self.item_id
+
+
+class Scenario(models.Model):
+    """A custom scenario written by a proposer or reviewer from a real case."""
+
+    class Kind(models.TextChoices):
+        APPLICABLE = "applicable"
+        INAPPLICABLE = "inapplicable"
+        REVOKED = "revoked"
+
+    class Expect(models.TextChoices):
+        APPLIES = "applies"
+        DOES_NOT_APPLY = "does_not_apply"
+
+    version = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="scenarios")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    context = models.JSONField(default=dict)
+    valid_at = models.DateTimeField(null=True, blank=True)
+    expect = models.CharField(max_length=20, choices=Expect.choices)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.context} → {self.expect}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "context": self.context,
+            "valid_at": self.valid_at.isoformat() if self.valid_at else None,
+            "expect": self.expect,
+        }
+
+
+class Policy(models.Model):
+    """One published precedence configuration; the newest version per tenant is current."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="policies")
+    version = models.PositiveIntegerField()
+    precedence = models.JSONField()
+    reason = models.TextField(blank=True)
+    published_by = models.CharField(max_length=150)
+    published_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "version"], name="policy_unique_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant} policy {self.version}"
+
+
+class IdempotencyRecord(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    response_headers = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class TaskFlag(models.Model):
+    """A task that used a version which later stopped being true: re-verify before acting."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    task_id = models.CharField(max_length=200)
+    item = models.ForeignKey(MemoryItem, on_delete=models.PROTECT)
+    version_number = models.PositiveIntegerField()
+    event = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "task_id", "item", "version_number", "event"],
+                name="taskflag_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "task_id"], name="taskflag_task")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.item_id} {self.event}"

@@ -1,0 +1,189 @@
+"""Resolve: which facts apply to a task at a time, with evidence, reasons and abstentions.
+
+Selection is one query (``memory.candidates``), the decision is the pure resolver, and a
+resolve with a ``task_id`` leaves a retrieval record (what the agent was told)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import RetrievalRecord, RetrievalUse
+from memory import resolver
+from memory.candidates import CandidateRequest, load_candidates
+from memory.principals import Principal
+from memory.selectors import current_policy, resolver_policy
+from memory.serializers import iso
+
+
+@dataclass(frozen=True)
+class ResolveRequest:
+    subject: str
+    context: Mapping[str, str]
+    fields: tuple[str, ...] | None
+    valid_at: datetime | None
+    known_at: datetime | None
+    task_id: str | None
+    explain: bool
+
+
+def _fact(fact: resolver.Fact) -> dict[str, Any]:
+    c = fact.candidate
+    return {
+        "field": fact.field,
+        "value": c.value,
+        "memory_id": c.memory_id,
+        "version": c.version,
+        "kind": c.kind,
+        "scope": dict(c.scope),
+        "verification": c.verification,
+        "valid_from": iso(c.valid_from),
+        "valid_to": iso(c.valid_to),
+        "expires_at": iso(c.expires_at),
+        "sources": list(c.source_ids),
+        "basis": dict(c.basis),
+        "statement": c.statement,
+        "pending_correction": c.pending_correction,
+        "qualifiers": list(fact.qualifiers),
+        "reason": fact.reason,
+    }
+
+
+def _plan(plan: resolver.Plan) -> dict[str, Any]:
+    c = plan.candidate
+    return {
+        "field": plan.field,
+        "value": c.value,
+        "memory_id": c.memory_id,
+        "version": c.version,
+        "valid_from": iso(c.valid_from),
+        "statement": c.statement,
+    }
+
+
+@dataclass(frozen=True)
+class Decision:
+    policy_version: str
+    resolution: resolver.Resolution
+    valid_at: datetime
+    known_at: datetime
+    # The next instant a candidate starts, stops being valid or expires: a cached answer
+    # must not outlive it.
+    next_change: datetime | None
+
+
+def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datetime | None:
+    moments = [
+        m
+        for c in candidates
+        for m in (c.valid_from, c.valid_to, c.expires_at)
+        if m is not None and m > after
+    ]
+    return min(moments, default=None)
+
+
+def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Decision:
+    """The answer without side effects: shared by the API, the cache and the dashboard."""
+    policy = resolver_policy(current_policy(principal.tenant))
+    valid_at, known_at = request.valid_at or now, request.known_at or now
+    candidates = load_candidates(
+        CandidateRequest(
+            tenant_id=principal.tenant.pk,
+            subject_id=request.subject,
+            fields=request.fields,
+            context=request.context,
+            known_at=known_at,
+            prefilter=not request.explain,
+        )
+    )
+    query = resolver.Query(
+        context=request.context,
+        valid_at=valid_at,
+        known_at=known_at,
+        labels=principal.labels,
+        fields=request.fields,
+        explain=request.explain,
+    )
+    return Decision(
+        policy.version,
+        resolver.resolve(candidates, query, policy),
+        valid_at,
+        known_at,
+        _next_change(candidates, min(valid_at, known_at)),
+    )
+
+
+def resolution_body(decision: Decision, *, explain: bool) -> dict[str, Any]:
+    resolution = decision.resolution
+    body: dict[str, Any] = {
+        "policy_version": decision.policy_version,
+        "valid_at": iso(decision.valid_at),
+        "known_at": iso(decision.known_at),
+        "retrieval_id": None,
+        "facts": [_fact(f) for f in resolution.facts],
+        "abstentions": [
+            {"field": a.field, "reason": a.reason, "detail": a.detail}
+            for a in resolution.abstentions
+        ],
+        "plans": [_plan(p) for p in resolution.plans],
+    }
+    if explain:
+        body["considered"] = [
+            {"memory_id": c.memory_id, "version": c.version, "field": c.field, "outcome": c.outcome}
+            for c in resolution.considered
+        ]
+    return body
+
+
+def retrieval_record(
+    *,
+    principal: Principal,
+    task_id: str,
+    policy_version: str,
+    context: Mapping[str, str],
+    facts: list[dict[str, Any]],
+) -> RetrievalRecord:
+    """What the task was told; later retirements flag it from these rows."""
+    with transaction.atomic():
+        record = RetrievalRecord.objects.create(
+            tenant=principal.tenant,
+            task_id=task_id,
+            principal=principal.name,
+            policy_version=policy_version,
+            context=dict(context),
+            retrieved_at=timezone.now(),
+        )
+        RetrievalUse.objects.bulk_create(
+            RetrievalUse(
+                retrieval=record,
+                tenant=principal.tenant,
+                task_id=task_id,
+                item_id=f["memory_id"],
+                version_number=f["version"],
+                field=f["field"],
+            )
+            for f in facts
+        )
+    return record
+
+
+def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
+    from memory import cache
+
+    now = timezone.now()
+    body = cache.cached_resolution(principal, request, now)
+    if request.task_id:
+        record = retrieval_record(
+            principal=principal,
+            task_id=request.task_id,
+            policy_version=body["policy_version"],
+            context=request.context,
+            facts=body["facts"],
+        )
+        body["retrieval_id"] = record.pk
+    return body

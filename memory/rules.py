@@ -1,0 +1,129 @@
+"""The proposal rules of API.md (Memories): each broken rule names its field.
+
+Shape (types) is checked by the API serializer; these are the rules that need the tenant's
+data (owner, sources, subject) or span fields. All are checked before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+
+from audit.chain import canonical_json
+from memory.errors import InvalidContent
+from memory.models import Entity, MemoryKind, Source, Tenant
+from memory.principals import Principal, can_see
+
+DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+TENANT_WIDE = {"tenant": "*"}
+MAX_VALUE_BYTES = 8 * 1024
+EVIDENCE_KINDS = {Source.Kind.BUSINESS_RECORD, Source.Kind.APPROVAL_RECORD}
+
+
+@dataclass
+class Errors:
+    """Collects every broken rule so one answer names them all."""
+
+    found: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, name: str, message: str) -> None:
+        self.found.setdefault(name, []).append(message)
+
+    def raise_if_any(self) -> None:
+        if self.found:
+            raise InvalidContent(self.found)
+
+
+def check_scope(kind: str, scope: Any, errors: Errors) -> None:
+    if not isinstance(scope, Mapping):
+        errors.add("scope", "must be an object of dimension → value")
+        return
+    for dim, value in scope.items():
+        if not isinstance(dim, str) or not DIMENSION_RE.match(dim):
+            errors.add("scope", f"dimension {dim!r} must match ^[a-z][a-z0-9_]{{0,31}}$")
+        if not isinstance(value, str) or not value.strip():
+            errors.add("scope", f"value of {dim!r} must be a non-empty string")
+    if "tenant" in scope and dict(scope) != TENANT_WIDE:
+        errors.add("scope", 'tenant-wide scope is exactly {"tenant": "*"}')
+    if kind == MemoryKind.TASK_FACT and "task" not in scope:
+        errors.add("scope", "a task_fact's scope must contain 'task'")
+    if kind == MemoryKind.ENTERPRISE_RULE and not scope:
+        errors.add("scope", 'an enterprise_rule needs at least one dimension (or {"tenant": "*"})')
+
+
+def check_expiry(kind: str, expires_at: datetime | None, now: datetime, errors: Errors) -> None:
+    if expires_at is None:
+        if kind != MemoryKind.PREFERENCE:
+            errors.add("expires_at", "only a preference may have no expiry")
+    elif expires_at <= now:
+        errors.add("expires_at", "must be in the future")
+
+
+def check_validity(valid_from: datetime | None, valid_to: datetime | None, errors: Errors) -> None:
+    if valid_from and valid_to and valid_from > valid_to:
+        errors.add("valid_to", "must not be before valid_from")
+
+
+def check_value(value: Any, errors: Errors) -> None:
+    if len(canonical_json(value).encode("utf-8")) > MAX_VALUE_BYTES:
+        errors.add("value", f"must be at most {MAX_VALUE_BYTES} bytes of JSON")
+
+
+def find_owner(tenant: Tenant, username: str, errors: Errors) -> User | None:
+    owner = (
+        get_user_model()
+        .objects.filter(username=username, membership__tenant=tenant, is_active=True)
+        .first()
+    )
+    if owner is None:
+        errors.add("owner", f"no user {username!r} in this tenant")
+    return owner
+
+
+def find_subject(tenant: Tenant, subject_id: str, errors: Errors) -> Entity | None:
+    entity = Entity.objects.filter(tenant=tenant, pk=subject_id).first()
+    if entity is None:
+        errors.add("subject", f"no entity {subject_id!r} in this tenant")
+    return entity
+
+
+def find_sources(
+    principal: Principal, kind: str, source_ids: Sequence[str], errors: Errors
+) -> list[Source]:
+    found = {s.pk: s for s in Source.objects.filter(tenant=principal.tenant, pk__in=source_ids)}
+    sources: list[Source] = []
+    for source_id in dict.fromkeys(source_ids):
+        source = found.get(source_id)
+        if source is None or not can_see(source.visibility, principal.labels):
+            errors.add("sources", f"no source {source_id!r} visible to you in this tenant")
+        elif source.revoked_at is not None:
+            errors.add("sources", f"source {source_id!r} is revoked")
+        else:
+            sources.append(source)
+    if kind != MemoryKind.PREFERENCE and not any(s.kind in EVIDENCE_KINDS for s in sources):
+        errors.add("sources", f"a {kind} must cite a business_record or approval_record source")
+    return sources
+
+
+def find_reviewers(tenant: Tenant, kind: str, usernames: Sequence[str], errors: Errors) -> None:
+    if usernames and kind != MemoryKind.ENTERPRISE_RULE:
+        errors.add("required_reviewers", "only an enterprise_rule names required reviewers")
+        return
+    known = set(
+        get_user_model()
+        .objects.filter(username__in=usernames, membership__tenant=tenant)
+        .values_list("username", flat=True)
+    )
+    for name in usernames:
+        if name not in known:
+            errors.add("required_reviewers", f"no user {name!r} in this tenant")
+
+
+def specificity(scope: Mapping[str, str]) -> int:
+    return 0 if dict(scope) == TENANT_WIDE else len(scope)

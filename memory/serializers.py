@@ -1,0 +1,230 @@
+"""Input shapes (types only; rules live in ``memory.rules``) and output representations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rest_framework import serializers
+
+from memory.models import (
+    Assertion,
+    Entity,
+    MemoryKind,
+    MemoryVersion,
+    Scenario,
+    Source,
+    Status,
+)
+
+MAX_CONTENT_CHARS = 32 * 1024
+_CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC with ``Z``, as the contract says."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class ZonedDateTimeField(serializers.DateTimeField):
+    """RFC 3339 with a zone: a naive time is ambiguous, so it is refused, never guessed."""
+
+    def to_internal_value(self, value: Any) -> datetime:
+        parsed = super().to_internal_value(value)
+        if isinstance(value, str) and not _has_zone(value):
+            raise serializers.ValidationError("must be RFC 3339 with a time zone (e.g. ...Z)")
+        return parsed
+
+
+def _has_zone(text: str) -> bool:
+    tail = text.strip()[10:]
+    return tail.endswith(("Z", "z")) or "+" in tail or "-" in tail
+
+
+class LabelListField(serializers.ListField):
+    child = serializers.CharField(max_length=100, allow_blank=False)
+
+
+class SourceInput(serializers.Serializer[Source]):
+    kind = serializers.ChoiceField(choices=Source.Kind.choices)
+    content = serializers.CharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=False)
+    external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    version = serializers.CharField(max_length=50, required=False, allow_blank=True)
+    speaker = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    occurred_at = ZonedDateTimeField(required=False, allow_null=True)
+    visibility = LabelListField(required=False, min_length=1)
+    metadata = serializers.DictField(required=False)
+
+
+class RevokeInput(serializers.Serializer[Any]):
+    reason = serializers.CharField(max_length=2000)
+
+
+class EntityInput(serializers.Serializer[Entity]):
+    kind = serializers.CharField(max_length=50)
+    name = serializers.CharField(max_length=200)
+    aliases = serializers.ListField(child=serializers.CharField(max_length=200), required=False)
+    external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class AliasInput(serializers.Serializer[Any]):
+    alias = serializers.CharField(max_length=200)
+    # DRF's metaclass moves declared fields off the class, so "source" shadows nothing.
+    source = serializers.CharField(  # type: ignore[assignment]
+        max_length=40, required=False, allow_null=True
+    )
+
+
+class MatchInput(serializers.Serializer[Any]):
+    name = serializers.CharField(max_length=200)
+    kind = serializers.CharField(max_length=50, required=False, allow_blank=True)
+
+
+class ScenarioInput(serializers.Serializer[Scenario]):
+    kind = serializers.ChoiceField(choices=Scenario.Kind.choices)
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=200), required=False
+    )
+    valid_at = ZonedDateTimeField(required=False, allow_null=True)
+    expect = serializers.ChoiceField(choices=Scenario.Expect.choices)
+
+
+class _ContentInput(serializers.Serializer[MemoryVersion]):
+    value = serializers.JSONField()
+    statement = serializers.CharField(max_length=4000)
+    scope = serializers.DictField(child=serializers.JSONField())
+    owner = serializers.CharField(max_length=150)
+    expires_at = ZonedDateTimeField(allow_null=True)
+    valid_from = ZonedDateTimeField(required=False, allow_null=True)
+    valid_to = ZonedDateTimeField(required=False, allow_null=True)
+    assertion = serializers.ChoiceField(choices=Assertion.choices, required=False)
+    sources = serializers.ListField(child=serializers.CharField(max_length=40), required=False)
+    basis = serializers.DictField(required=False)
+    visibility = LabelListField(required=False, min_length=1)
+    required_reviewers = serializers.ListField(
+        child=serializers.CharField(max_length=150), required=False
+    )
+    scenarios = ScenarioInput(many=True, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors = {
+            name: ["cannot be set by the caller"]
+            for name in _CALLER_MAY_NOT_SET
+            if name in self.initial_data
+        }
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class ProposalInput(_ContentInput):
+    kind = serializers.ChoiceField(choices=MemoryKind.choices)
+    subject = serializers.CharField(max_length=40, required=False, allow_null=True)
+    subject_mention = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    field = serializers.RegexField(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$", max_length=100)
+
+
+class CorrectionInput(_ContentInput):
+    """Every field optional: what is omitted is copied from the head version."""
+
+    kind = serializers.ChoiceField(choices=MemoryKind.choices, required=False)
+    subject = serializers.CharField(max_length=40, required=False)
+    field = serializers.CharField(max_length=100, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("value", "statement", "scope", "owner", "expires_at"):
+            self.fields[name].required = False
+
+
+def source_representation(source: Source) -> dict[str, Any]:
+    return {
+        "id": source.pk,
+        "kind": source.kind,
+        "content": source.content,
+        "content_sha256": source.content_sha256,
+        "external_ref": source.external_ref or None,
+        "version": source.version or None,
+        "speaker": source.speaker or None,
+        "occurred_at": iso(source.occurred_at),
+        "received_at": iso(source.received_at),
+        "visibility": source.visibility,
+        "metadata": source.metadata,
+        "revoked_at": iso(source.revoked_at),
+    }
+
+
+def entity_representation(entity: Entity) -> dict[str, Any]:
+    return {
+        "id": entity.pk,
+        "kind": entity.kind,
+        "name": entity.name,
+        "aliases": [a.alias for a in entity.aliases.all()],
+        "external_ref": entity.external_ref or None,
+        "created_at": iso(entity.created_at),
+    }
+
+
+def checks_summary(version: MemoryVersion) -> dict[str, Any]:
+    """The gate run decides; before it, the preview shows what the reviewer will get."""
+    results = list(version.checks.all())
+    gate = [r for r in results if r.run == "gate"] or [r for r in results if r.run == "preview"]
+    latest_policy = gate[-1].policy_version if gate else None
+    current = [r for r in gate if r.policy_version == latest_policy]
+    failed = sum(1 for r in current if r.outcome == "failed")
+    if version.status == Status.CHECKING:
+        status = "running"
+    elif not current:
+        status = "none"
+    else:
+        status = "failed" if failed else "passed"
+    return {
+        "status": status,
+        "passed": len(current) - failed,
+        "failed": failed,
+        "total": len(current),
+    }
+
+
+def memory_representation(version: MemoryVersion) -> dict[str, Any]:
+    item = version.item
+    return {
+        "id": version.item_id,
+        "version": version.number,
+        "active_version": getattr(version, "active_number", None),
+        "kind": version.kind,
+        "subject": version.subject_id,
+        "subject_mention": item.subject_mention or None,
+        "field": version.field,
+        "value": version.value,
+        "statement": version.statement,
+        "scope": version.scope,
+        "owner": version.owner.get_username(),
+        "proposed_by": version.proposed_by,
+        "expires_at": iso(version.expires_at),
+        "valid_from": iso(version.valid_from),
+        "valid_to": iso(version.valid_to),
+        "assertion": version.assertion,
+        "verification": version.verification,
+        "status": version.status,
+        "sources": version.source_ids,
+        "basis": version.basis,
+        "visibility": version.visibility,
+        "required_reviewers": version.required_reviewers,
+        "recorded_at": iso(version.recorded_at),
+        "activated_at": iso(version.activated_at),
+        "deactivated_at": iso(version.deactivated_at),
+        "approvals": [
+            {
+                "reviewer": a.reviewer.get_username(),
+                "decision": a.decision,
+                "comment": a.comment,
+                "at": iso(a.at),
+            }
+            for a in version.approvals.all()
+        ],
+        "approvals_required": version.approvals_required,
+        "checks": checks_summary(version),
+    }

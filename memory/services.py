@@ -1,0 +1,549 @@
+"""Writes of the memory layer: one durable transaction each, audited inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from audit.chain import digest
+from audit.services import audit_append
+from memory import rules
+from memory.errors import Conflict, InvalidContent, PreconditionRequired
+from memory.keys import generate_key, hash_key
+from memory.models import (
+    Alias,
+    ApiKey,
+    Entity,
+    Membership,
+    MemoryItem,
+    MemoryKind,
+    MemoryVersion,
+    Policy,
+    Scenario,
+    ScopeValue,
+    Source,
+    Status,
+    Tenant,
+)
+from memory.principals import Principal
+from memory.resolver import Policy as ResolverPolicy
+
+_UNSET: Any = object()
+
+
+def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tenant:
+    with transaction.atomic(durable=True):
+        tenant = Tenant.objects.create(slug=slug, name=name or slug)
+        policy = Policy.objects.create(
+            tenant=tenant,
+            version=1,
+            precedence=ResolverPolicy(version="1").to_precedence(),
+            reason="initial policy",
+            published_by=actor,
+            published_at=timezone.now(),
+        )
+        audit_append(
+            tenant=tenant,
+            actor=actor,
+            action="tenant.created",
+            target_type="tenant",
+            target_id=tenant.slug,
+            data={"policy_version": policy.version},
+        )
+    return tenant
+
+
+def user_create(
+    *,
+    tenant: Tenant,
+    username: str,
+    password: str | None,
+    email: str = "",
+    labels: Sequence[str] = (),
+    actor: str = "operator",
+) -> User:
+    with transaction.atomic(durable=True):
+        user = get_user_model().objects.create_user(
+            username=username, email=email, password=password
+        )
+        Membership.objects.create(user=user, tenant=tenant, labels=list(labels))
+        audit_append(
+            tenant=tenant,
+            actor=actor,
+            action="user.created",
+            target_type="user",
+            target_id=username,
+            data={"labels": sorted(labels)},
+        )
+    return user
+
+
+def api_key_create(
+    *,
+    tenant: Tenant,
+    agent_name: str = "",
+    user: User | None = None,
+    labels: Sequence[str] = (),
+    actor: str = "operator",
+) -> tuple[ApiKey, str]:
+    """Return the key row and the raw key, which exists only in this return value."""
+    lookup, raw = generate_key()
+    principal = ApiKey.Principal.USER if user else ApiKey.Principal.AGENT
+    with transaction.atomic(durable=True):
+        key = ApiKey.objects.create(
+            tenant=tenant,
+            prefix=lookup,
+            key_hash=hash_key(raw),
+            principal=principal,
+            agent_name=agent_name if user is None else "",
+            user=user,
+            labels=list(labels),
+        )
+        audit_append(
+            tenant=tenant,
+            actor=actor,
+            action="api_key.created",
+            target_type="api_key",
+            target_id=lookup,
+            data={"principal": key.principal_name},
+        )
+    return key, raw
+
+
+def source_record(*, principal: Principal, data: Mapping[str, Any]) -> Source:
+    content = data["content"]
+    with transaction.atomic(durable=True):
+        source = Source.objects.create(
+            tenant=principal.tenant,
+            kind=data["kind"],
+            content=content,
+            content_sha256=digest(content),
+            external_ref=data.get("external_ref") or "",
+            version=data.get("version") or "",
+            speaker=data.get("speaker") or "",
+            occurred_at=data.get("occurred_at"),
+            visibility=list(data.get("visibility") or ["*"]),
+            metadata=data.get("metadata") or {},
+            recorded_by=principal.name,
+        )
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="source.recorded",
+            target_type="source",
+            target_id=source.pk,
+            data={"kind": source.kind, "content_sha256": source.content_sha256},
+        )
+    return source
+
+
+def entity_create(
+    *,
+    principal: Principal,
+    kind: str,
+    name: str,
+    aliases: Sequence[str] = (),
+    external_ref: str = "",
+) -> Entity:
+    with transaction.atomic(durable=True):
+        entity = Entity.objects.create(
+            tenant=principal.tenant,
+            kind=kind,
+            name=name.strip(),
+            name_normalized=name.strip().casefold(),
+            external_ref=external_ref,
+        )
+        for alias in dict.fromkeys(a.strip() for a in aliases if a.strip()):
+            Alias.objects.create(
+                entity=entity, tenant=principal.tenant, alias=alias, normalized=alias.casefold()
+            )
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="entity.created",
+            target_type="entity",
+            target_id=entity.pk,
+            data={"kind": kind, "aliases": len(aliases)},
+        )
+    return entity
+
+
+def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Source | None) -> Alias:
+    normalized = alias.strip().casefold()
+    with transaction.atomic(durable=True):
+        Entity.objects.select_for_update().get(pk=entity.pk)
+        if Alias.objects.filter(entity=entity, normalized=normalized).exists():
+            raise InvalidContent({"alias": ["this entity already has that alias"]})
+        created = Alias.objects.create(
+            entity=entity,
+            tenant=principal.tenant,
+            alias=alias.strip(),
+            normalized=normalized,
+            source=source,
+        )
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="entity.alias_added",
+            target_type="entity",
+            target_id=entity.pk,
+            data={"alias_sha256": digest(normalized), "source": source.pk if source else None},
+        )
+    return created
+
+
+@dataclass
+class ProposalContent:
+    """The content of one version, validated; also what a correction inherits from."""
+
+    value: Any
+    statement: str
+    scope: dict[str, str]
+    owner: User
+    expires_at: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    assertion: str
+    sources: list[Source]
+    basis: dict[str, Any]
+    visibility: list[str]
+    required_reviewers: list[str]
+    scenarios: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _validated_content(
+    *, principal: Principal, kind: str, data: Mapping[str, Any], errors: rules.Errors
+) -> ProposalContent | None:
+    now = timezone.now()
+    scope = data["scope"]
+    rules.check_scope(kind, scope, errors)
+    rules.check_expiry(kind, data["expires_at"], now, errors)
+    rules.check_validity(data.get("valid_from"), data.get("valid_to"), errors)
+    rules.check_value(data["value"], errors)
+    owner = rules.find_owner(principal.tenant, data["owner"], errors)
+    sources = rules.find_sources(principal, kind, data.get("sources") or [], errors)
+    reviewers = list(data.get("required_reviewers") or [])
+    rules.find_reviewers(principal.tenant, kind, reviewers, errors)
+    if owner is None or errors.found:
+        return None
+    return ProposalContent(
+        value=data["value"],
+        statement=data["statement"],
+        scope=dict(scope),
+        owner=owner,
+        expires_at=data["expires_at"],
+        valid_from=data.get("valid_from"),
+        valid_to=data.get("valid_to"),
+        assertion=data.get("assertion") or "state",
+        sources=sources,
+        basis=dict(data.get("basis") or {}),
+        visibility=list(data.get("visibility") or ["*"]),
+        required_reviewers=reviewers,
+        scenarios=list(data.get("scenarios") or []),
+    )
+
+
+def _approvals_required(tenant: Tenant, kind: str) -> int:
+    return {MemoryKind.PREFERENCE: 0, MemoryKind.TASK_FACT: 1}.get(
+        MemoryKind(kind), tenant.approvals_required
+    )
+
+
+def _initial_status(kind: str, subject: Entity | None) -> Status:
+    if subject is None:
+        return Status.HELD_UNRESOLVED
+    return Status.CHECKING if kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
+
+
+def _create_version(
+    *,
+    principal: Principal,
+    item: MemoryItem,
+    number: int,
+    content: ProposalContent,
+) -> MemoryVersion:
+    now = timezone.now()
+    required_visibility = [list(s.visibility) for s in content.sources]
+    if content.visibility != ["*"]:
+        required_visibility.append(content.visibility)
+    version = MemoryVersion.objects.create(
+        item=item,
+        number=number,
+        tenant=item.tenant,
+        kind=item.kind,
+        subject=item.subject,
+        field=item.field,
+        value=content.value,
+        statement=content.statement,
+        scope=content.scope,
+        specificity=rules.specificity(content.scope),
+        owner=content.owner,
+        proposed_by=principal.name,
+        proposer_user=principal.user,
+        expires_at=content.expires_at,
+        valid_from=content.valid_from,
+        valid_to=content.valid_to,
+        assertion=content.assertion,
+        source_ids=[s.pk for s in content.sources],
+        required_visibility=required_visibility,
+        basis=content.basis,
+        visibility=content.visibility,
+        required_reviewers=content.required_reviewers,
+        approvals_required=_approvals_required(item.tenant, item.kind),
+        status=_initial_status(item.kind, item.subject),
+        recorded_at=now,
+        status_changed_at=now,
+    )
+    version.sources.set(content.sources)
+    _remember_scope_values(item.tenant, content.scope)
+    Scenario.objects.bulk_create(
+        Scenario(
+            version=version,
+            kind=s["kind"],
+            context=s.get("context") or {},
+            valid_at=s.get("valid_at"),
+            expect=s["expect"],
+            created_by=principal.name,
+        )
+        for s in content.scenarios
+    )
+    return version
+
+
+def _remember_scope_values(tenant: Tenant, scope: Mapping[str, str]) -> None:
+    values = [
+        ScopeValue(tenant=tenant, dimension=d, value=v) for d, v in scope.items() if d != "tenant"
+    ]
+    ScopeValue.objects.bulk_create(values, ignore_conflicts=True)
+
+
+def _version_audit_data(version: MemoryVersion) -> dict[str, Any]:
+    """Ids, names and digests: never the value or statement themselves."""
+    return {
+        "version": version.number,
+        "kind": version.kind,
+        "subject": version.subject_id,
+        "field": version.field,
+        "status": version.status,
+        "value_sha256": digest(version.value),
+        "statement_sha256": digest(version.statement),
+        "scope_dimensions": sorted(version.scope),
+        "scope_sha256": digest(version.scope),
+        "sources": version.source_ids,
+        "owner": version.owner.get_username(),
+        "expires_at": version.expires_at.isoformat() if version.expires_at else None,
+    }
+
+
+def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVersion:
+    """Version 1 of a new item; never active until reviewed (or, for a preference, checked)."""
+    errors = rules.Errors()
+    kind = data["kind"]
+    subject_id, mention = data.get("subject"), (data.get("subject_mention") or "").strip()
+    if bool(subject_id) == bool(mention):
+        errors.add("subject", "give exactly one of 'subject' or 'subject_mention'")
+    subject = rules.find_subject(principal.tenant, subject_id, errors) if subject_id else None
+    content = _validated_content(principal=principal, kind=kind, data=data, errors=errors)
+    errors.raise_if_any()
+    assert content is not None  # noqa: S101 - no errors means content was built
+    with transaction.atomic(durable=True):
+        item = MemoryItem.objects.create(
+            tenant=principal.tenant,
+            kind=kind,
+            subject=subject,
+            subject_mention=mention,
+            field=data["field"],
+            head_version=1,
+        )
+        version = _create_version(principal=principal, item=item, number=1, content=content)
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="memory.proposed",
+            target_type="memory",
+            target_id=item.pk,
+            data=_version_audit_data(version),
+        )
+        _after_new_version(version)
+    return version
+
+
+def _parse_if_match(if_match: str | None) -> int:
+    if not if_match:
+        raise PreconditionRequired("A correction needs 'If-Match: \"<head version>\"'.")
+    raw = if_match.strip().removeprefix("W/").strip('"')
+    if not raw.isdigit():
+        raise InvalidContent({"If-Match": ['must be the head version number, e.g. "2"']})
+    return int(raw)
+
+
+def _inherited(head: MemoryVersion, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A correction copies every field it omits from the head version."""
+    base: dict[str, Any] = {
+        "value": head.value,
+        "statement": head.statement,
+        "scope": head.scope,
+        "owner": head.owner.get_username(),
+        "expires_at": head.expires_at,
+        "valid_from": head.valid_from,
+        "valid_to": head.valid_to,
+        "assertion": head.assertion,
+        "sources": head.source_ids,
+        "basis": head.basis,
+        "visibility": head.visibility,
+        "required_reviewers": head.required_reviewers,
+        "scenarios": [],
+    }
+    base.update({k: v for k, v in data.items() if k in base})
+    return base
+
+
+def memory_correct(
+    *, principal: Principal, item: MemoryItem, if_match: str | None, data: Mapping[str, Any]
+) -> MemoryVersion:
+    """A new head version, accepted only against the current head (compare-and-set)."""
+    expected = _parse_if_match(if_match)
+    fixed = {k: data[k] for k in ("kind", "subject", "field") if k in data}
+    lineage = {"kind": item.kind, "subject": item.subject_id, "field": item.field}
+    errors = rules.Errors()
+    for name, value in fixed.items():
+        if value != lineage[name]:
+            errors.add(name, "is fixed for a lineage; propose a new memory instead")
+    errors.raise_if_any()
+    with transaction.atomic(durable=True):
+        locked = (
+            MemoryItem.objects.select_for_update()
+            .select_related("tenant", "subject")
+            .get(pk=item.pk)
+        )
+        if locked.head_version != expected:
+            raise Conflict(
+                f"Version {expected} is not the head; the head is {locked.head_version}.",
+                current_version=locked.head_version,
+            )
+        head = locked.versions.select_related("owner").get(number=locked.head_version)
+        merged = _inherited(head, data)
+        content = _validated_content(
+            principal=principal, kind=locked.kind, data=merged, errors=errors
+        )
+        errors.raise_if_any()
+        assert content is not None  # noqa: S101 - no errors means content was built
+        version = _create_version(
+            principal=principal, item=locked, number=head.number + 1, content=content
+        )
+        locked.head_version = version.number
+        locked.save(update_fields=["head_version"])
+        if head.status in (
+            Status.PENDING_REVIEW,
+            Status.CHECKING,
+            Status.CHECKS_FAILED,
+            Status.HELD_UNRESOLVED,
+        ):
+            version_transition(
+                version=head,
+                to=Status.SUPERSEDED,
+                actor=principal.name,
+                reason=f"corrected by version {version.number}",
+            )
+        audit_append(
+            tenant=locked.tenant,
+            actor=principal.name,
+            action="memory.corrected",
+            target_type="memory",
+            target_id=locked.pk,
+            data={**_version_audit_data(version), "supersedes": head.number},
+        )
+        _after_new_version(version)
+    return version
+
+
+def version_transition(
+    *,
+    version: MemoryVersion,
+    to: Status,
+    actor: str,
+    reason: str = "",
+    at: datetime | None = None,
+    **audit_data: Any,
+) -> MemoryVersion:
+    """Move a locked version to a new status inside the caller's transaction, audited.
+
+    System times follow the status: becoming active sets ``activated_at``; leaving active
+    sets ``deactivated_at``, which is what ``known_at`` queries read."""
+    now = at or timezone.now()
+    previous = version.status
+    version.status = to
+    version.status_reason = reason
+    version.status_changed_at = now
+    update = ["status", "status_reason", "status_changed_at"]
+    if to == Status.ACTIVE:
+        version.activated_at = now
+        update.append("activated_at")
+    elif previous == Status.ACTIVE:
+        version.deactivated_at = now
+        update.append("deactivated_at")
+    version.save(update_fields=update)
+    audit_append(
+        tenant=version.tenant,
+        actor=actor,
+        action=f"memory.{to}",
+        target_type="memory",
+        target_id=version.item_id,
+        data={
+            "version": version.number,
+            "from": previous,
+            "to": str(to),
+            "reason_sha256": digest(reason) if reason else None,
+            **audit_data,
+        },
+    )
+    return version
+
+
+def _after_new_version(version: MemoryVersion) -> None:
+    """Side effects after commit: checks for a preference, notifications for reviewers."""
+    from approvals.dispatch import after_version_recorded
+
+    after_version_recorded(version)
+
+
+def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
+    """A new policy version; the caller starts re-validation of every active item."""
+    from approvals.permissions import has_tenant_permission
+    from memory.resolver import PolicyError
+
+    if principal.user is None or not has_tenant_permission(principal, "manage_policy"):
+        from memory.errors import Forbidden
+
+        raise Forbidden("Publishing a policy needs the manage_policy permission.")
+    try:
+        checked = ResolverPolicy.from_precedence("new", precedence)
+    except PolicyError as exc:
+        raise InvalidContent({"precedence": [str(exc)]}) from exc
+    with transaction.atomic(durable=True):
+        Tenant.objects.select_for_update().get(pk=principal.tenant.pk)
+        latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
+        policy = Policy.objects.create(
+            tenant=principal.tenant,
+            version=(latest.version if latest else 0) + 1,
+            precedence=checked.to_precedence(),
+            reason=reason,
+            published_by=principal.name,
+            published_at=timezone.now(),
+        )
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="policy.published",
+            target_type="policy",
+            target_id=str(policy.version),
+            data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
+        )
+    return policy

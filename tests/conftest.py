@@ -1,0 +1,128 @@
+"""Shared fixtures: a tenant with personas (healthchecks' Alice/Bob style), API clients.
+
+Personas: ``rita`` reviews everything in the tenant; ``omar`` reviews project P-9 only;
+``lena`` is a second rule approver; ``nora`` has no grants; ``zed`` belongs to another
+tenant. ``agent`` is an agent key. Real services create everything (audit included)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from approvals.permissions import permission_grant
+from config.celery import app as celery_app
+from memory import services
+from memory.models import Tenant
+from memory.principals import Principal
+
+ALL_PERMISSIONS = [
+    "review_task_fact",
+    "review_enterprise_rule",
+    "approve_tenant_wide_rule",
+    "retire_memory",
+    "manage_policy",
+    "view_audit",
+]
+
+
+def needs(service: str) -> pytest.MarkDecorator:
+    """Skip locally without the service; under CI=true a missing service fails the test."""
+    present = {
+        "postgres": settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+        "redis": bool(settings.REDIS_URL),
+    }[service]
+    if os.environ.get("CI") == "true":
+        mark: pytest.MarkDecorator = getattr(pytest.mark, service)
+        return mark
+    return pytest.mark.skipif(not present, reason=f"needs {service} (set DATABASE_URL/REDIS_URL)")
+
+
+@pytest.fixture(autouse=True)
+def _eager_celery() -> Iterator[None]:
+    """Tasks run in-process unless a test starts a real worker (see tests/integration)."""
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
+@dataclass
+class World:
+    tenant: Tenant
+    other_tenant: Tenant
+    users: dict[str, User]
+    keys: dict[str, str]
+
+    def principal(self, name: str) -> Principal:
+        if name == "agent":
+            return Principal(tenant=self.tenant, name="agent:bot", labels=frozenset({"staff"}))
+        user = self.users[name]
+        tenant = self.other_tenant if name == "zed" else self.tenant
+        return Principal(tenant=tenant, name=f"user:{name}", labels=frozenset({"staff"}), user=user)
+
+    def client(self, name: str) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.keys[name]}")
+        return client
+
+
+def _user(tenant: Tenant, name: str, grants: list[str]) -> User:
+    user = services.user_create(
+        tenant=tenant,
+        username=name,
+        password=f"{name}-pass-123",
+        email=f"{name}@example.com",
+        labels=["staff"],
+    )
+    for grant in grants:
+        perm, _, target = grant.partition("@")
+        dim, _, value = target.partition("=")
+        permission_grant(
+            user=user, tenant=tenant, codename=perm, dimension=dim or None, value=value or None
+        )
+    return user
+
+
+@pytest.fixture
+def world(db: Any) -> World:
+    tenant = services.tenant_create(slug="acme", name="Acme")
+    Tenant.objects.filter(pk=tenant.pk).update(approvals_required=2)
+    tenant.refresh_from_db()
+    other = services.tenant_create(slug="globex", name="Globex")
+    users = {
+        "rita": _user(tenant, "rita", ALL_PERMISSIONS),
+        "lena": _user(tenant, "lena", ["review_enterprise_rule", "approve_tenant_wide_rule"]),
+        "omar": _user(
+            tenant,
+            "omar",
+            [
+                "review_task_fact@project=P-9",
+                "review_enterprise_rule@project=P-9",
+                "retire_memory@project=P-9",
+            ],
+        ),
+        "nora": _user(tenant, "nora", []),
+        "zed": _user(other, "zed", ALL_PERMISSIONS),
+    }
+    keys = {"agent": services.api_key_create(tenant=tenant, agent_name="bot", labels=["staff"])[1]}
+    for name, user in users.items():
+        owner_tenant = other if name == "zed" else tenant
+        keys[name] = services.api_key_create(tenant=owner_tenant, user=user, labels=["staff"])[1]
+    return World(tenant=tenant, other_tenant=other, users=users, keys=keys)
+
+
+def later(days: int = 30) -> datetime:
+    return timezone.now() + timedelta(days=days)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
