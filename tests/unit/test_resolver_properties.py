@@ -59,7 +59,8 @@ def candidate_lists(draw: st.DrawFn, max_size: int = 12) -> list[Candidate]:
     result: list[Candidate] = []
     for i in range(draw(st.integers(min_value=0, max_value=max_size))):
         item = draw(candidates(f"mem_{i:02d}"))
-        if result and draw(st.booleans()):
+        twinned: bool = draw(st.booleans())
+        if twinned and result:
             twin = draw(st.sampled_from(result))
             item = dataclasses.replace(twin, memory_id=item.memory_id, value=item.value)
         result.append(item)
