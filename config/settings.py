@@ -187,6 +187,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "ENUM_NAME_OVERRIDES": {
+        "SourceKindEnum": "memory.models.Source.Kind",
+        "MemoryKindEnum": "memory.models.MemoryKind",
+    },
 }
 
 # Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://) or EMAIL_*.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,7 +26,8 @@ from memory.serializers import (
 )
 from memory.views_base import MemgovAPIView
 
-_ANY_OBJECT = inline_serializer("Object", fields={"id": serializers.CharField()})
+# Responses are documented as JSON objects; their members are listed in API.md.
+_ANY_OBJECT = OpenApiTypes.OBJECT
 
 
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:

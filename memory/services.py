@@ -547,3 +547,21 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
             data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
         )
     return policy
+
+
+def api_key_revoke(*, key: ApiKey, actor: str = "operator") -> ApiKey:
+    """A revoked key stops authenticating on its next request; the row stays for audit."""
+    with transaction.atomic(durable=True):
+        locked = ApiKey.objects.select_for_update().select_related("tenant").get(pk=key.pk)
+        if locked.revoked_at is None:
+            locked.revoked_at = timezone.now()
+            locked.save(update_fields=["revoked_at"])
+            audit_append(
+                tenant=locked.tenant,
+                actor=actor,
+                action="api_key.revoked",
+                target_type="api_key",
+                target_id=locked.prefix,
+                data={},
+            )
+    return locked

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memory.models import ApiKey
+from memory.services import api_key_revoke
+
+
+class Command(BaseCommand):
+    help = "Revoke an API key by its lookup prefix (the part after 'mg_')."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("prefix")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        key = ApiKey.objects.filter(prefix=options["prefix"]).first()
+        if key is None:
+            raise CommandError(f"no API key with prefix {options['prefix']!r}")
+        api_key_revoke(key=key)
+        self.stdout.write(f"revoked {key.prefix}")
