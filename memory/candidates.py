@@ -6,12 +6,15 @@ its basis were revoked), so what is checked goes through the same filters agents
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
+from django.db.models.expressions import RawSQL
 
 from memory import resolver
 from memory.models import OPEN_STATUSES, MemoryVersion
@@ -37,6 +40,40 @@ _CANDIDATE_COLUMNS = (
     "required_visibility",
 )
 
+# "A newer version of the same item is still open": the active version is in use while its
+# correction is reviewed or checked (``pending_correction``). Written out rather than as
+# ``Exists(...)``: the ORM spent about half a millisecond building that subquery on every
+# resolve, as long as the rest of the query. The outer row is Django's base table alias.
+_PENDING_CORRECTION = RawSQL(
+    'EXISTS (SELECT 1 FROM "memory_memoryversion" "newer" '
+    'WHERE "newer"."item_id" = "memory_memoryversion"."item_id" '
+    'AND "newer"."number" > "memory_memoryversion"."number" '
+    'AND "newer"."status" IN (%s, %s, %s, %s))',
+    [str(status) for status in OPEN_STATUSES],
+    output_field=BooleanField(),
+)
+
+# The tenant's current policy, read by the same statement as the candidates: a resolve is
+# then one round trip to the database instead of two (each row carries the same two values;
+# PostgreSQL evaluates an uncorrelated subquery once).
+_POLICY_VERSION = (
+    '(SELECT "version" FROM "memory_policy" WHERE "tenant_id" = %s ORDER BY "version" DESC LIMIT 1)'
+)
+_POLICY_PRECEDENCE = (
+    '(SELECT CAST("precedence" AS text) FROM "memory_policy" WHERE "tenant_id" = %s '
+    'ORDER BY "version" DESC LIMIT 1)'
+)
+
+
+def _latest_policy(sql: str, tenant_id: int, output: Field[Any, Any]) -> RawSQL:
+    return RawSQL(sql, [tenant_id], output_field=output)  # noqa: S611 - constant SQL, bound id
+
+
+@dataclass(frozen=True)
+class CurrentPolicy:
+    version: int
+    precedence: Mapping[str, Any]
+
 
 @dataclass(frozen=True)
 class CandidateRequest:
@@ -45,11 +82,13 @@ class CandidateRequest:
     fields: tuple[str, ...] | None
     context: Mapping[str, str]
     known_at: datetime
-    # With explain, out-of-scope and expired versions are fetched too, to be listed.
+    # With explain, out-of-scope versions are fetched too, to be listed.
     prefilter: bool = True
     include: int | None = None
     exclude_item: str | None = None
     revoked_sources: Collection[str] = field(default_factory=tuple)
+    # Also read the tenant's current policy (see ``load_candidates_and_policy``).
+    with_policy: bool = False
 
 
 def _in_use(known_at: datetime) -> Q:
@@ -66,7 +105,9 @@ def _scope_within(context: Mapping[str, str]) -> Q:
     return Q(scope__contained_by=dict(context)) | Q(scope={"tenant": "*"})
 
 
-def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion]:
+def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion, Any]:
+    """Rows (named tuples) in no particular order: the resolver's answer never depends on
+    the order of its input, so the database is not asked to sort."""
     in_use = _in_use(request.known_at)
     if request.exclude_item:
         in_use &= ~Q(item_id=request.exclude_item)
@@ -78,21 +119,27 @@ def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion]:
     if request.fields:
         rows = rows.filter(field__in=request.fields)
     if request.prefilter:
-        rows = rows.filter(_scope_within(request.context)).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=request.known_at)
-        )
+        # Expired versions are not filtered here: the resolver needs them to abstain with
+        # "has expired" (and not "nothing applies"), the same answer explain gives. Few exist:
+        # the expiry task ends their use within a minute.
+        rows = rows.filter(_scope_within(request.context))
     if request.revoked_sources:
         rows = rows.exclude(sources__in=list(request.revoked_sources))
-    newer_open = MemoryVersion.objects.filter(
-        item_id=OuterRef("item_id"), number__gt=OuterRef("number"), status__in=OPEN_STATUSES
-    )
-    return rows.annotate(pending=Exists(newer_open)).only(*_CANDIDATE_COLUMNS)
+    rows = rows.annotate(pending=_PENDING_CORRECTION)
+    columns = [*_CANDIDATE_COLUMNS, "pending"]
+    if request.with_policy:
+        rows = rows.annotate(
+            policy_version=_latest_policy(_POLICY_VERSION, request.tenant_id, IntegerField()),
+            policy_precedence=_latest_policy(_POLICY_PRECEDENCE, request.tenant_id, TextField()),
+        )
+        columns += ["policy_version", "policy_precedence"]
+    return rows.order_by().values_list(*columns, named=True)
 
 
-def to_candidate(row: MemoryVersion, known_at: datetime, include: int | None) -> resolver.Candidate:
+def to_candidate(row: Any, known_at: datetime, include: int | None) -> resolver.Candidate:
     activated_at = row.activated_at
     deactivated_at = row.deactivated_at
-    if row.pk == include:  # the version under check, as if activated just before known_at
+    if row.id == include:  # the version under check, as if activated just before known_at
         activated_at, deactivated_at = known_at - timedelta(microseconds=1), None
     return resolver.Candidate(
         memory_id=row.item_id,
@@ -112,7 +159,7 @@ def to_candidate(row: MemoryVersion, known_at: datetime, include: int | None) ->
         source_ids=tuple(row.source_ids),
         basis=row.basis,
         visibility=tuple(frozenset(labels) for labels in row.required_visibility),
-        pending_correction=bool(getattr(row, "pending", False)),
+        pending_correction=bool(row.pending),
     )
 
 
@@ -120,3 +167,17 @@ def load_candidates(request: CandidateRequest) -> list[resolver.Candidate]:
     return [
         to_candidate(row, request.known_at, request.include) for row in candidate_queryset(request)
     ]
+
+
+def load_candidates_and_policy(
+    request: CandidateRequest,
+) -> tuple[list[resolver.Candidate], CurrentPolicy | None]:
+    """The candidates and the tenant's current policy from one statement; the policy is
+    None when no candidate came back (the caller then reads it on its own)."""
+    rows = list(candidate_queryset(replace(request, with_policy=True)))
+    candidates = [to_candidate(row, request.known_at, request.include) for row in rows]
+    if not rows:
+        return candidates, None
+    return candidates, CurrentPolicy(
+        version=rows[0].policy_version, precedence=json.loads(rows[0].policy_precedence)
+    )

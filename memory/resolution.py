@@ -1,7 +1,8 @@
 """Resolve: which facts apply to a task at a time, with evidence, reasons and abstentions.
 
-Selection is one query (``memory.candidates``), the decision is the pure resolver, and a
-resolve with a ``task_id`` leaves a retrieval record (what the agent was told)."""
+Selection is one query (``memory.candidates``, which also reads the tenant's current
+policy), the decision is the pure resolver, and a resolve with a ``task_id`` leaves a
+retrieval record (what the agent was told)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from audit.models import RetrievalRecord, RetrievalUse
 from memory import resolver
-from memory.candidates import CandidateRequest, load_candidates
+from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.principals import Principal
 from memory.selectors import current_policy, resolver_policy
 from memory.serializers import iso
@@ -89,9 +90,8 @@ def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datet
 
 def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Decision:
     """The answer without side effects: shared by the API, the cache and the dashboard."""
-    policy = resolver_policy(current_policy(principal.tenant))
     valid_at, known_at = request.valid_at or now, request.known_at or now
-    candidates = load_candidates(
+    candidates, current = load_candidates_and_policy(
         CandidateRequest(
             tenant_id=principal.tenant.pk,
             subject_id=request.subject,
@@ -101,6 +101,10 @@ def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Deci
             prefilter=not request.explain,
         )
     )
+    if current is None:  # no candidate row carried it
+        policy = resolver_policy(current_policy(principal.tenant))
+    else:
+        policy = resolver.Policy.from_precedence(str(current.version), current.precedence)
     query = resolver.Query(
         context=request.context,
         valid_at=valid_at,

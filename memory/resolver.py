@@ -30,6 +30,7 @@ __all__ = [
     "Resolution",
     "in_use_at",
     "is_expired",
+    "is_pending_plan",
     "is_valid_at",
     "is_visible",
     "resolve",
@@ -266,12 +267,20 @@ def is_valid_at(c: Candidate, valid_at: datetime) -> bool:
     return started and (c.valid_to is None or valid_at < c.valid_to)
 
 
+def is_pending_plan(c: Candidate, valid_at: datetime) -> bool:
+    """A plan is about what has not happened yet: one that starts after ``valid_at`` is
+    still a plan worth listing ("joining Nova next month"); one whose end passed is not."""
+    return c.assertion == PLAN and (c.valid_to is None or valid_at < c.valid_to)
+
+
 def _screen(c: Candidate, query: Query) -> Outcome | None:
     """The first gate an item fails, in the order the design lists them; None = passes."""
     if not scope_applies(c.scope, query.context):
         return "out_of_scope"
     if is_expired(c, query.known_at):
         return "expired"
+    if is_pending_plan(c, query.valid_at):
+        return None
     if not is_valid_at(c, query.valid_at):
         return "not_valid_at_time"
     return None

@@ -4,27 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from audit.models import RetrievalUse
+from django.db.models import Prefetch
+
+from audit.models import RetrievalRecord, RetrievalUse
 from memory.models import MemoryVersion, TaskFlag
 from memory.principals import Principal
+from memory.selectors import version_visible
 from memory.serializers import iso
 
 
 def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
-    uses = list(
-        RetrievalUse.objects.filter(tenant=principal.tenant, task_id=task_id)
-        .select_related("retrieval")
-        .order_by("retrieval__retrieved_at", "pk")
+    """None only when the task never resolved: a resolve that was told nothing (only
+    abstentions) is still a recorded retrieval, with nothing in ``used``."""
+    records = list(
+        RetrievalRecord.objects.filter(tenant=principal.tenant, task_id=task_id)
+        .order_by("retrieved_at", "pk")
+        .prefetch_related(Prefetch("uses", queryset=RetrievalUse.objects.order_by("pk")))
     )
-    if not uses:
+    if not records:
         return None
-    statuses = dict(
-        ((v.item_id, v.number), v.status)
-        for v in MemoryVersion.objects.filter(item_id__in={u.item_id for u in uses}).only(
-            "item_id", "number", "status"
-        )
+    uses = [(record, use) for record in records for use in record.uses.all()]
+    versions = {
+        (v.item_id, v.number): v
+        for v in MemoryVersion.objects.filter(
+            tenant=principal.tenant, item_id__in={u.item_id for _, u in uses}
+        ).only("item_id", "number", "status", "required_visibility")
+    }
+    flags = list(
+        TaskFlag.objects.filter(tenant=principal.tenant, task_id=task_id).order_by("at", "pk")
     )
-    flags = TaskFlag.objects.filter(tenant=principal.tenant, task_id=task_id).order_by("at", "pk")
+
+    def visible(item_id: str, number: int) -> bool:
+        # Another principal may ask about the same task: what it may not see is left out,
+        # as resolve leaves it out (a flag still counts for needs_reverification).
+        version = versions.get((item_id, number))
+        return version is not None and version_visible(version, principal)
+
+    uses = [(r, u) for r, u in uses if visible(u.item_id, u.version_number)]
     return {
         "task_id": task_id,
         "used": [
@@ -32,13 +48,13 @@ def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
                 "memory_id": u.item_id,
                 "version": u.version_number,
                 "field": u.field,
-                "retrieved_at": iso(u.retrieval.retrieved_at),
-                "retrieval_id": u.retrieval_id,
-                "status_now": statuses.get((u.item_id, u.version_number)),
+                "retrieved_at": iso(record.retrieved_at),
+                "retrieval_id": record.pk,
+                "status_now": versions[(u.item_id, u.version_number)].status,
             }
-            for u in uses
+            for record, u in uses
         ],
-        "needs_reverification": flags.exists(),
+        "needs_reverification": bool(flags),
         "reasons": [
             {
                 "memory_id": f.item_id,
@@ -48,5 +64,6 @@ def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
                 "reason": f.reason,
             }
             for f in flags
+            if visible(f.item_id, f.version_number)
         ],
     }

@@ -332,6 +332,20 @@ def test_joining_nova_next_month_is_a_plan_never_the_state() -> None:
     assert outcomes(now) == {"mem_acme@1": "selected", "mem_nova@1": "selected"}
 
 
+def test_a_plan_starting_next_month_is_listed_now_and_a_finished_one_is_not() -> None:
+    next_month = memory(
+        "mem_nova", "employer", "Nova", assertion="plan", valid_from=NOW + timedelta(days=30)
+    )
+    abandoned = memory(
+        "mem_orbit", "employer", "Orbit", assertion="plan", valid_to=NOW - timedelta(days=1)
+    )
+
+    resolution = ask(ACME, next_month, abandoned)
+
+    assert winner(resolution, "employer") == ("mem_acme", 1, "Acme")
+    assert [p.candidate.memory_id for p in resolution.plans] == ["mem_nova"]
+
+
 def test_field_with_only_a_plan_abstains() -> None:
     resolution = ask(NOVA)
 

@@ -1,0 +1,178 @@
+"""A caller sees an item only if it may see every source (and the item's own visibility);
+explain lists what was considered, never what the caller may not see."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from approvals.services import memory_retire
+from memory import services
+from memory.models import ApiKey, MemoryItem, MemoryVersion
+from memory.principals import Principal
+from tests.resolve.conftest import Story, outcomes, resolve, winners
+
+
+@pytest.fixture
+def dana(story: Story) -> str:
+    return story.entity("Dana Kim", "customer")
+
+
+@pytest.fixture
+def payroll(world) -> tuple[ApiKey, APIClient]:
+    """An agent of the finance team: it holds the label the staff agent lacks."""
+    key, raw = services.api_key_create(
+        tenant=world.tenant, agent_name="payroll", labels=["staff", "finance"]
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return key, client
+
+
+@pytest.fixture
+def home(story: Story, dana: str) -> MemoryVersion:
+    return story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_address",
+        value="12 Elm Street",
+        scope={},
+        expires_at=None,
+    )
+
+
+@pytest.fixture
+def bank_account(story: Story, dana: str) -> MemoryVersion:
+    finance = story.principal("agent", labels=("staff", "finance"))
+    slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
+    return story.activate(
+        kind="preference",
+        subject=dana,
+        field="refund_account",
+        value="DE89 3704",
+        scope={},
+        expires_at=None,
+        sources=[slip],
+        by=finance,
+    )
+
+
+def test_item_with_a_finance_source_is_invisible_to_a_staff_key(world, dana, home, bank_account):
+    body = resolve(world.client("agent"), subject=dana, explain=True)
+
+    assert winners(body) == {"delivery_address": "12 Elm Street"}
+    assert outcomes(body) == {home.item_id: "selected"}
+    assert body["abstentions"] == []
+    text = json.dumps(body)
+    assert bank_account.item_id not in text
+    assert "refund_account" not in text
+    assert "DE89" not in text
+
+
+def test_asking_for_the_hidden_field_by_name_reveals_nothing(world, dana, bank_account):
+    body = resolve(world.client("agent"), subject=dana, fields=["refund_account"], explain=True)
+
+    assert body["facts"] == []
+    assert body["considered"] == []
+    assert body["abstentions"] == [
+        {
+            "field": "refund_account",
+            "reason": "no_applicable_fact",
+            "detail": "no memory for refund_account applies to this context",
+        }
+    ]
+
+
+def test_a_finance_key_sees_the_item_and_its_explanation(dana, home, bank_account, payroll):
+    _, client = payroll
+
+    body = resolve(client, subject=dana, explain=True)
+
+    assert winners(body) == {"delivery_address": "12 Elm Street", "refund_account": "DE89 3704"}
+    assert outcomes(body) == {home.item_id: "selected", bank_account.item_id: "selected"}
+
+
+def test_past_access_grants_nothing_labels_are_read_on_every_request(dana, bank_account, payroll):
+    key, client = payroll
+    before = resolve(client, subject=dana, fields=["refund_account"])
+
+    ApiKey.objects.filter(pk=key.pk).update(labels=["staff"])
+    after = resolve(client, subject=dana, fields=["refund_account"])
+
+    assert winners(before) == {"refund_account": "DE89 3704"}
+    assert after["facts"] == []
+
+
+def test_the_items_own_visibility_narrows_a_public_source(world, story, dana, payroll):
+    finance = story.principal("agent", labels=("staff", "finance"))
+    note = story.activate(
+        kind="preference",
+        subject=dana,
+        field="credit_limit",
+        value=5000,
+        scope={},
+        expires_at=None,
+        visibility=["finance"],
+        by=finance,
+    )
+
+    staff = resolve(world.client("agent"), subject=dana, explain=True)
+    finance_view = resolve(payroll[1], subject=dana)
+
+    assert note.item_id not in json.dumps(staff)
+    assert winners(finance_view) == {"credit_limit": 5000}
+
+
+def test_explain_does_not_change_the_answer(world, dana, home, bank_account):
+    client = world.client("agent")
+
+    plain = resolve(client, subject=dana, context={"task": "order-a"})
+    explained = resolve(client, subject=dana, context={"task": "order-a"}, explain=True)
+
+    for key in ("facts", "abstentions", "plans", "policy_version"):
+        assert plain[key] == explained[key]
+
+
+def test_a_task_record_shows_another_principal_only_what_it_may_see(
+    world, dana, home, bank_account, payroll
+):
+    _, finance = payroll
+    resolve(finance, subject=dana, task_id="refund-7")
+
+    theirs = finance.get("/api/v1/tasks/refund-7").json()
+    staff = world.client("agent").get("/api/v1/tasks/refund-7").json()
+
+    assert sorted(u["memory_id"] for u in theirs["used"]) == sorted(
+        [home.item_id, bank_account.item_id]
+    )
+    assert [u["memory_id"] for u in staff["used"]] == [home.item_id]
+    assert "refund_account" not in json.dumps(staff)
+
+
+def test_a_hidden_retirement_still_says_reverify_but_not_what(
+    world, story, dana, home, bank_account, payroll
+):
+    _, finance = payroll
+    resolve(finance, subject=dana, task_id="refund-8")
+    rita = world.principal("rita")
+    rita_in_finance = Principal(
+        tenant=rita.tenant, name=rita.name, labels=frozenset({"staff", "finance"}), user=rita.user
+    )
+    with story.on_commit(execute=True):
+        memory_retire(
+            principal=rita_in_finance,
+            item=MemoryItem.objects.get(pk=bank_account.item_id),
+            reason="account closed",
+        )
+
+    theirs = finance.get("/api/v1/tasks/refund-8").json()
+    staff = world.client("agent").get("/api/v1/tasks/refund-8").json()
+
+    assert theirs["needs_reverification"] is True
+    assert [(r["memory_id"], r["event"]) for r in theirs["reasons"]] == [
+        (bank_account.item_id, "retired")
+    ]
+    assert staff["needs_reverification"] is True
+    assert staff["reasons"] == []
