@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import os
+import time
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,45 +21,71 @@ logger = logging.getLogger(__name__)
 ACTOR = "system:checks"
 
 
-def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResult]]:
-    """Evaluate every scenario and record one result per (version, run, scenario, policy)
-    — a second delivery of the same task rewrites the same rows, never adds any."""
+def _evaluate(version: MemoryVersion) -> tuple[str, datetime, list[checks.Outcome]]:
     policy = resolver_policy(current_policy(version.tenant))
     now = timezone.now()
-    outcomes = checks.run_all(version, policy, now)
+    return policy.version, now, checks.run_all(version, policy, now)
+
+
+def _record(
+    version: MemoryVersion,
+    run: str,
+    policy_version: str,
+    now: datetime,
+    outcomes: list[checks.Outcome],
+) -> list[CheckResult]:
+    """Write one result per (version, run, scenario, policy) inside the caller's
+    transaction — a second delivery of the same task rewrites the same rows."""
     results = []
-    with transaction.atomic(durable=True):
-        for outcome in outcomes:
-            result, _ = CheckResult.objects.update_or_create(
-                version=version,
-                run=run,
-                scenario_key=outcome.spec.key,
-                policy_version=policy.version,
-                defaults={
-                    "scenario": outcome.spec.as_dict(),
-                    "generated": outcome.spec.generated,
-                    "outcome": "passed" if outcome.passed else "failed",
-                    "detail": outcome.detail[:4000],
-                    "impact": outcome.impact,
-                    "ran_at": now,
-                },
-            )
-            results.append(result)
-        failed = sum(1 for r in results if r.outcome == "failed")
-        audit_append(
-            tenant=version.tenant,
-            actor=ACTOR,
-            action=f"checks.{run}",
-            target_type="memory",
-            target_id=version.item_id,
-            data={
-                "version": version.number,
-                "policy_version": policy.version,
-                "total": len(results),
-                "failed": failed,
+    for outcome in outcomes:
+        result, _ = CheckResult.objects.update_or_create(
+            version=version,
+            run=run,
+            scenario_key=outcome.spec.key,
+            policy_version=policy_version,
+            defaults={
+                "scenario": outcome.spec.as_dict(),
+                "generated": outcome.spec.generated,
+                "outcome": "passed" if outcome.passed else "failed",
+                "detail": outcome.detail[:4000],
+                "impact": outcome.impact,
+                "ran_at": now,
             },
         )
-    return policy.version, results
+        results.append(result)
+    _pause_for_crash_tests(run)
+    failed = sum(1 for r in results if r.outcome == "failed")
+    audit_append(
+        tenant=version.tenant,
+        actor=ACTOR,
+        action=f"checks.{run}",
+        target_type="memory",
+        target_id=version.item_id,
+        data={
+            "version": version.number,
+            "policy_version": policy_version,
+            "total": len(results),
+            "failed": failed,
+        },
+    )
+    return results
+
+
+def _pause_for_crash_tests(run: str) -> None:
+    """tests/integration kill a worker in the middle of a gate run (results written, not
+    committed); this widens that window. Without MEMGOV_TEST_CHECK_DELAY it does nothing."""
+    delay = os.environ.get("MEMGOV_TEST_CHECK_DELAY")
+    if delay and run == CheckResult.Run.GATE:
+        logger.warning("MEMGOV_TEST_CHECK_DELAY: gate run pauses %s s before commit", delay)
+        time.sleep(float(delay))
+
+
+def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResult]]:
+    """Evaluate every scenario and record the results in one transaction."""
+    policy_version, now, outcomes = _evaluate(version)
+    with transaction.atomic(durable=True):
+        results = _record(version, run, policy_version, now, outcomes)
+    return policy_version, results
 
 
 def preview(version_id: int) -> None:
@@ -127,34 +155,47 @@ def revalidation_start(*, tenant: Tenant, reason: str, actor: str) -> Revalidati
 
 
 def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
-    """Re-run the checks of a chunk of active versions; count and flag the failures."""
+    """Re-run the checks of a chunk of active versions; count and flag the failures.
+
+    Each version's results and its count commit together under the job's lock, so a
+    chunk redelivered after a crash skips exactly the versions already counted."""
     job = Revalidation.objects.get(pk=job_id)
-    failed_items: list[str] = []
-    done = 0
     for version in MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant"):
-        already = CheckResult.objects.filter(
-            version=version,
-            run=CheckResult.Run.REVALIDATION,
-            policy_version=job.policy_version,
-            ran_at__gte=job.started_at,
-        ).exists()
-        if already:
-            continue  # a redelivered chunk: this version was counted
-        _, results = checks_run(version=version, run=CheckResult.Run.REVALIDATION)
-        done += 1
-        if any(r.outcome == "failed" for r in results):
-            failed_items.append(version.item_id)
-    _record_progress(job_id, done, failed_items)
+        if _rechecked(job, version):
+            continue
+        policy_version, now, outcomes = _evaluate(version)
+        _record_and_count(job_id, version, policy_version, now, outcomes)
 
 
-def _record_progress(job_id: str, done: int, failed_items: list[str]) -> None:
+def _rechecked(job: Revalidation, version: MemoryVersion) -> bool:
+    return CheckResult.objects.filter(
+        version=version, run=CheckResult.Run.REVALIDATION, ran_at__gte=job.started_at
+    ).exists()
+
+
+def _record_and_count(
+    job_id: str,
+    version: MemoryVersion,
+    policy_version: str,
+    now: datetime,
+    outcomes: list[checks.Outcome],
+) -> None:
     from approvals.dispatch import after_revalidation_failures
 
     with transaction.atomic(durable=True):
-        job = Revalidation.objects.select_for_update().select_related("tenant").get(pk=job_id)
-        job.done += done
-        job.failed += len(failed_items)
-        job.flagged = sorted(set(job.flagged) | set(failed_items))
+        job = (
+            Revalidation.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("tenant")
+            .get(pk=job_id)
+        )
+        if _rechecked(job, version):
+            return  # a concurrent delivery of the same chunk counted it
+        results = _record(version, CheckResult.Run.REVALIDATION, policy_version, now, outcomes)
+        failed = any(r.outcome == "failed" for r in results)
+        job.done += 1
+        if failed:
+            job.failed += 1
+            job.flagged = sorted({*job.flagged, version.item_id})
         if job.done >= job.total and job.status == Revalidation.Status.RUNNING:
             job.status = Revalidation.Status.DONE
             job.finished_at = timezone.now()
@@ -167,5 +208,5 @@ def _record_progress(job_id: str, done: int, failed_items: list[str]) -> None:
                 data={"total": job.total, "failed": job.failed, "flagged": job.flagged},
             )
         job.save()
-        if failed_items:
-            after_revalidation_failures(job, failed_items)
+        if failed:
+            after_revalidation_failures(job, [version.item_id])

@@ -6,14 +6,14 @@ version under check treated as active, and compares the answer with what must ha
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from audit.chain import digest
 from memory import resolver
 from memory.candidates import CandidateRequest, load_candidates
-from memory.models import MemoryVersion, Scenario, ScopeValue, Status
+from memory.models import MemoryKind, MemoryVersion, Scenario, ScopeValue, Status
 from memory.rules import TENANT_WIDE
 
 ONE_DAY = timedelta(days=1)
@@ -51,7 +51,12 @@ class Spec:
 
     @property
     def key(self) -> str:
-        return digest(self.as_dict())
+        """The scenario's identity, without its time: a generated scenario asks at "now",
+        and a run delivered twice must rewrite its rows, not add a second set (names are
+        unique within a run, and a fixed custom time belongs to a custom #id)."""
+        identity = self.as_dict()
+        del identity["valid_at"]
+        return digest(identity)
 
 
 @dataclass
@@ -74,7 +79,9 @@ def inside_validity(version: MemoryVersion, now: datetime) -> datetime:
 
 
 def outside_validity(version: MemoryVersion) -> datetime | None:
-    if version.valid_from is not None:
+    """A time the item must not answer for; a plan is listed before it starts, so only
+    after its end is outside (resolver.is_pending_plan)."""
+    if version.valid_from is not None and version.assertion != "plan":
         return version.valid_from - ONE_DAY
     if version.valid_to is not None:
         return version.valid_to + ONE_DAY
@@ -206,7 +213,28 @@ def _ask(
         labels=frozenset({"*"}) | _all_labels(version),
         fields=(version.field,),
     )
-    return resolver.resolve(load_candidates(request), query, policy)
+    candidates = load_candidates(request)
+    if with_version:
+        verification = verification_when_active(version)
+        candidates = [
+            replace(c, verification=verification) if c.memory_id == version.item_id else c
+            for c in candidates
+        ]
+    return resolver.resolve(candidates, query, policy)
+
+
+def verification_when_active(version: MemoryVersion) -> str:
+    """A preview runs before the approval that raises ``asserted``: it must rank the item
+    as activation will, or the reviewer is shown a failure and no impact where the gate
+    will find a new winner (DESIGN.md: the reviewer sees the impact before approving)."""
+    from approvals.services import _verification_on_approval
+
+    if version.kind == MemoryKind.PREFERENCE or version.status not in (
+        Status.PENDING_REVIEW,
+        Status.HELD_UNRESOLVED,
+    ):
+        return version.verification
+    return _verification_on_approval(version)
 
 
 def _all_labels(version: MemoryVersion) -> frozenset[str]:

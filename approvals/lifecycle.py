@@ -21,13 +21,7 @@ IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)
 
 
 def bump_on_commit(versions: Iterable[MemoryVersion]) -> None:
-    subjects = {(v.tenant_id, v.subject_id) for v in versions}
-
-    def bump_all() -> None:
-        for tenant_id, subject_id in subjects:
-            cache.bump(tenant_id, subject_id)
-
-    transaction.on_commit(bump_all)
+    cache.invalidate_subject_on_commit((v.tenant_id, v.subject_id) for v in versions)
 
 
 def flag_tasks(*, item: MemoryItem, event: str, reason: str, at: datetime) -> list[str]:
@@ -54,9 +48,9 @@ def flag_tasks(*, item: MemoryItem, event: str, reason: str, at: datetime) -> li
 
 def locked_versions(item: MemoryItem, statuses: Iterable[str]) -> list[MemoryVersion]:
     """Lock the lineage first, then its versions: one lock order everywhere, no deadlock."""
-    MemoryItem.objects.select_for_update().get(pk=item.pk)
+    MemoryItem.objects.select_for_update(no_key=True).get(pk=item.pk)
     return list(
-        MemoryVersion.objects.select_for_update()
+        MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
         .filter(item=item, status__in=list(statuses))
         .select_related("tenant", "owner")
         .order_by("number")
@@ -71,9 +65,10 @@ def end_use(
     actor: str,
     reason: str,
     flag_event: str | None,
+    at: datetime | None = None,
 ) -> list[str]:
     """Move versions out of use inside the caller's transaction; returns flagged tasks."""
-    now = timezone.now()
+    now = at or timezone.now()
     for version in versions:
         version_transition(version=version, to=to, actor=actor, reason=reason, at=now)
     flagged = []
@@ -93,16 +88,23 @@ def version_activate(*, version_id: int, actor: str) -> bool:
     with transaction.atomic(durable=True):
         version = MemoryVersion.objects.select_related("item").get(pk=version_id)
         item = version.item
-        MemoryItem.objects.select_for_update().get(pk=item.pk)
+        MemoryItem.objects.select_for_update(no_key=True).get(pk=item.pk)
         version = (
-            MemoryVersion.objects.select_for_update().select_related("tenant").get(pk=version_id)
+            MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("tenant")
+            .get(pk=version_id)
         )
         if version.status != Status.CHECKING:
             return False
         previous = list(
-            MemoryVersion.objects.select_for_update().filter(item=item, status=Status.ACTIVE)
+            MemoryVersion.objects.select_for_update(no_key=True).filter(
+                item=item, status=Status.ACTIVE
+            )
         )
         reason = f"superseded by version {version.number}"
+        # One instant for the handover: a known_at between two clock readings must not
+        # find neither version in use.
+        now = timezone.now()
         end_use(
             item=item,
             versions=previous,
@@ -110,9 +112,14 @@ def version_activate(*, version_id: int, actor: str) -> bool:
             actor=actor,
             reason=reason,
             flag_event="superseded",
+            at=now,
         )
         version_transition(
-            version=version, to=Status.ACTIVE, actor=actor, reason="all scenario checks passed"
+            version=version,
+            to=Status.ACTIVE,
+            actor=actor,
+            reason="all scenario checks passed",
+            at=now,
         )
         bump_on_commit([version])
     return True
@@ -121,9 +128,11 @@ def version_activate(*, version_id: int, actor: str) -> bool:
 def version_fail_checks(*, version_id: int, actor: str, detail: str) -> bool:
     with transaction.atomic(durable=True):
         version = MemoryVersion.objects.select_related("item").get(pk=version_id)
-        MemoryItem.objects.select_for_update().get(pk=version.item_id)
+        MemoryItem.objects.select_for_update(no_key=True).get(pk=version.item_id)
         version = (
-            MemoryVersion.objects.select_for_update().select_related("tenant").get(pk=version_id)
+            MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("tenant")
+            .get(pk=version_id)
         )
         if version.status != Status.CHECKING:
             return False

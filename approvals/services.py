@@ -11,7 +11,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.lifecycle import IN_USE_OR_OPEN, end_use, locked_versions
+from approvals.lifecycle import IN_USE_OR_OPEN, bump_on_commit, end_use, locked_versions
 from approvals.models import Approval
 from approvals.permissions import has_scope_authority, has_tenant_permission
 from audit.chain import digest
@@ -65,9 +65,9 @@ def _is_proposer(principal: Principal, version: MemoryVersion) -> bool:
 
 
 def _lock_head(item: MemoryItem) -> MemoryVersion:
-    locked = MemoryItem.objects.select_for_update().get(pk=item.pk)
+    locked = MemoryItem.objects.select_for_update(no_key=True).get(pk=item.pk)
     return (
-        MemoryVersion.objects.select_for_update()
+        MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
         .select_related("tenant", "owner")
         .get(item=locked, number=locked.head_version)
     )
@@ -159,6 +159,8 @@ def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> Me
             )
         _record_decision(principal, version, Approval.Decision.REJECT, reason)
         version_transition(version=version, to=Status.REJECTED, actor=principal.name, reason=reason)
+        # A rejected correction no longer makes the active version pending_correction.
+        bump_on_commit([version])
     return version
 
 
@@ -215,8 +217,12 @@ def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
 
 
 def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, Any]) -> Scenario:
+    """Written by the proposer or a reviewer of the item (DESIGN.md): a scenario can keep
+    an item out of use, so nobody else may add one."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
+        if not (_is_proposer(principal, version) or may_review(principal, version)):
+            raise Forbidden("Only the proposer or a reviewer of this memory may add scenarios.")
         if version.status not in OPEN_STATUSES:
             raise Conflict(
                 f"Scenarios can be added only before activation; this is {version.status}."
@@ -283,7 +289,7 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
     """The basis is withdrawn: every active or pending version citing it is retired."""
     _require_person(principal, "revoke a source")
     with transaction.atomic(durable=True):
-        locked = Source.objects.select_for_update().get(pk=source.pk)
+        locked = Source.objects.select_for_update(no_key=True).get(pk=source.pk)
         if locked.revoked_at is not None:
             raise Conflict("This source is already revoked.")
         affected = list(

@@ -17,7 +17,8 @@ same database and broker, then:
 2. **Re-validation throughput**: ``revalidation_start`` over every active item of the
    tenant; items/second from the job's start to the moment it reports ``done``.
 
-Results go to ``bench/results/approval-latency-<date>.json`` and are printed. Use a broker
+Results go to ``bench/results/approval-latency-<date>.json`` and are printed (the worker's
+log goes to a temporary directory, named on stderr). Use a broker
 database number nobody else consumes from (``MEMGOV_BROKER_REDIS_DB``): the run purges it.
 """
 
@@ -30,6 +31,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -212,7 +214,8 @@ def main() -> None:
     app.control.purge()
     setup = Setup()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    log = RESULTS / "approval-latency-worker.log"
+    log = Path(tempfile.mkdtemp(prefix="memgov-bench-")) / "worker.log"
+    print(f"worker log: {log}", file=sys.stderr)
     worker = _start_worker(args.concurrency, log)
     try:
         load_before = os.getloadavg()

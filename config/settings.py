@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.BodySizeLimitMiddleware",
+    "config.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -90,6 +91,8 @@ REDIS_URL = env_str("REDIS_URL")
 # Celery and the cache share one Redis server but never one database number.
 CACHE_REDIS_DB = env_int("MEMGOV_CACHE_REDIS_DB", 1)
 BROKER_REDIS_DB = env_int("MEMGOV_BROKER_REDIS_DB", 0)
+if CACHE_REDIS_DB == BROKER_REDIS_DB:
+    raise ImproperlyConfigured("MEMGOV_CACHE_REDIS_DB and MEMGOV_BROKER_REDIS_DB must differ")
 
 
 def _redis_url_with_db(url: str, db: int) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
@@ -13,8 +13,6 @@ from memory.principals import Principal, principal_for_key, principal_for_user
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
     from rest_framework.views import APIView
-
-logger = logging.getLogger(__name__)
 
 
 class AgentUser:
@@ -71,10 +69,38 @@ class IsTenantPrincipal(permissions.BasePermission):
         return True
 
 
+# Sliding-window counter: this window's count plus the overlapping share of the previous
+# one. Read and incremented atomically, so concurrent requests cannot lose updates.
+_SLIDING_WINDOW = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
+if previous * tonumber(ARGV[1]) + current >= tonumber(ARGV[2]) then
+  return {0, current, previous}
+end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, current + 1, previous}
+"""
+
+
+def _until_allowed(limit: int, period: int, current: int, previous: int, elapsed: float) -> float:
+    """Seconds until the previous window's share has decayed enough for one more request."""
+    if current >= limit or previous == 0:
+        return period - elapsed
+    return max(0.0, period * (1 - (limit - current) / previous) - elapsed)
+
+
 class PrincipalRateThrottle(throttling.SimpleRateThrottle):
-    """One bucket per API key (or per person for sessions)."""
+    """One bucket per API key (or per person for sessions).
+
+    With Redis it is a sliding-window counter, one round trip per request. DRF's default
+    keeps every request's timestamp in one cache value that each request reads and writes
+    back whole (up to ``num_requests`` floats each way, and concurrent requests overwrite
+    each other's entries, letting more through than the rate). Without Redis (a single
+    process on the local-memory cache) DRF's default is kept."""
 
     scope = "principal"
+    _retry_after: float | None = None
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         principal = request.auth if isinstance(request.auth, Principal) else None
@@ -84,8 +110,32 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
     def allow_request(self, request: Request, view: APIView) -> bool:
-        try:
+        from memory import cache
+
+        if not settings.REDIS_URL:
             return super().allow_request(request, view)
-        except Exception:  # the cache is down: serving beats throttling
-            logger.warning("throttle cache unavailable; request allowed", exc_info=True)
+        if not cache.redis_usable():
+            return True  # Redis failed moments ago: serving beats throttling
+        self.key = self.get_cache_key(request, view)
+        limit, period = self.parse_rate(self.rate)
+        if self.key is None or limit is None or period is None:
             return True
+        window, elapsed = divmod(self.timer(), period)
+        try:
+            allowed, current, previous = cache.run_script(
+                "throttle",
+                _SLIDING_WINDOW,
+                [f"{self.key}:{int(window)}", f"{self.key}:{int(window) - 1}"],
+                [1 - elapsed / period, limit, period * 2000],
+            )
+        except Exception:  # the cache is down: serving beats throttling
+            cache.redis_failed("throttle")
+            return True
+        if not allowed:
+            self._retry_after = _until_allowed(limit, period, int(current), int(previous), elapsed)
+        return bool(allowed)
+
+    def wait(self) -> float | None:
+        if self._retry_after is not None:
+            return self._retry_after
+        return super().wait()

@@ -1,38 +1,104 @@
-"""Resolution cache with per-subject generations (DESIGN.md, Cache).
+"""Resolution cache with generations (DESIGN.md, Cache).
 
-Readers read the subject's generation *before* the database, and key the entry with it;
-writers bump it (atomic INCR, never written back) after commit and before the request
-returns. A slow reader can therefore only write under a generation no one reads again.
-A generation starts from a random 62-bit value, so after Redis is emptied or restarted
-no counter can return to a value an old entry was keyed with.
+An entry's key names the tenant, the subject, the Redis server's boot (``run_id``), the
+subject's generation, the tenant's policy generation, and a digest of the caller's labels,
+the context, the fields and ``explain``. One Lua call reads both generations and the entry
+(one round trip, before the database is read); writers bump a generation with an atomic
+INCR after commit and before the request returns. A slow reader can therefore only write
+under a generation no one reads again.
 
-Only answers for "now" (no ``valid_at``/``known_at``) are cached, and an entry lives at
-most until the next expiry or validity bound of its candidates. When Redis fails,
-resolve reads the database (correct, slower; logged and counted) and writes succeed.
+- Activation, retirement, expiry, revocation, corrections and rejections bump the subject
+  (``invalidate_subject_on_commit``); publishing a policy bumps the tenant's policy
+  generation (``invalidate_policy_on_commit``) instead of the key carrying the version
+  number, so a cached hit needs no policy query. The answer still names the version.
+- A missing generation (new, expired, evicted, or Redis emptied) starts from a random
+  62-bit value, and the key carries the server's ``run_id``: after Redis is emptied,
+  restarted, or restored from a snapshot, no entry written before can be read again.
+- Only answers for "now" (no ``valid_at``/``known_at``) are cached, and an entry ends at
+  the next expiry or validity bound of its candidates, or after ``MAX_ENTRY_SECONDS``.
+- When Redis fails, resolve reads the database (correct, slower; logged and counted in
+  ``stats``) and skips Redis for ``COOLDOWN_SECONDS`` so requests do not each wait for a
+  timeout; writes succeed, and a bump that failed is retried before this process next
+  uses Redis. A bump lost for good (the process died) is stale for ``MAX_ENTRY_SECONDS``.
+
+The per-key throttle (``memory.auth``) uses the same Redis helpers and cooldown.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import secrets
+import threading
 import time
-from datetime import datetime
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
 
 from audit.chain import canonical_json
 from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
-from memory.selectors import current_policy
 from memory.serializers import iso
 
 logger = logging.getLogger(__name__)
 
-MAX_ENTRY_SECONDS = 300
-failures = {"read": 0, "write": 0, "bump": 0}
+MAX_ENTRY_SECONDS = 60
+GENERATION_SECONDS = 24 * 3600
+COOLDOWN_SECONDS = 1.0
+DELAY_ENV = "MEMGOV_TEST_DELAY_BEFORE_CACHE_WRITE"
+
+# Process-local counters: hits, misses, bypassed (Redis skipped during a cooldown) and
+# read/write/bump failures. Read them in a shell or a benchmark; they are never reset.
+stats: Counter[str] = Counter()
+
+# A generation that is missing (new, expired, evicted, or Redis was emptied) starts again
+# from a random value, so it never returns to a value an old entry was written under;
+# that is also why generations may expire: GENERATION_SECONDS bounds their memory.
+_LIFETIME = f"local lifetime = {GENERATION_SECONDS}\n"
+_GENERATION = (
+    _LIFETIME
+    + """
+local function generation(key, start)
+  local value = redis.call('GET', key)
+  if value then return value end
+  redis.call('SET', key, start, 'EX', lifetime)
+  return start
+end
+local boot = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+"""
+)
+
+_READ = (
+    _GENERATION
+    + """
+local key = ARGV[3] .. boot .. ':' .. generation(KEYS[1], ARGV[1]) .. ':'
+  .. generation(KEYS[2], ARGV[2]) .. ':' .. ARGV[4]
+return {key, redis.call('GET', key)}
+"""
+)
+
+_BUMP = (
+    _LIFETIME
+    + """
+for i, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 0 then redis.call('SET', key, ARGV[i], 'EX', lifetime) end
+  redis.call('INCR', key)
+end
+return #KEYS
+"""
+)
+
+_lock = threading.Lock()
+_pending: set[str] = set()  # generation keys whose bump failed; retried before next use
+_skip_until = 0.0  # monotonic time until which reads skip Redis
+_scripts: dict[str, Any] = {}
 
 
 def enabled() -> bool:
@@ -40,8 +106,12 @@ def enabled() -> bool:
     return bool(settings.MEMGOV_RESOLVE_CACHE and settings.REDIS_URL)
 
 
-def _generation_key(tenant_id: int, subject_id: str) -> str:
+def subject_generation_key(tenant_id: int, subject_id: str) -> str:
     return f"mg:gen:{tenant_id}:{subject_id}"
+
+
+def policy_generation_key(tenant_id: int) -> str:
+    return f"mg:gen:{tenant_id}"
 
 
 def _fresh_start() -> int:
@@ -54,28 +124,87 @@ def _redis() -> Any:
     return get_redis_connection("default")
 
 
-def generation(tenant_id: int, subject_id: str) -> int:
+def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
+    """One round trip: the script is sent by sha1 (EVALSHA), and reloaded by redis-py
+    when the server answers NOSCRIPT (after a restart)."""
     client = _redis()
-    key = _generation_key(tenant_id, subject_id)
-    client.set(key, _fresh_start(), nx=True)
-    return int(client.get(key))
+    script = _scripts.get(name)
+    if script is None:
+        script = _scripts[name] = client.register_script(source)
+    return script(keys=keys, args=args, client=client)
 
 
-def bump(tenant_id: int, subject_id: str | None) -> None:
-    """Make every cached answer about this subject unreadable. Called after commit."""
-    if not enabled() or subject_id is None:
+def redis_usable() -> bool:
+    """Redis is configured and has not failed in the last ``COOLDOWN_SECONDS``: callers
+    that can do without it (cache reads, the throttle) skip it rather than each waiting
+    for a connection timeout."""
+    return bool(settings.REDIS_URL) and time.monotonic() >= _skip_until
+
+
+def redis_failed(what: str) -> None:
+    """Count and log a failed Redis call, and start a cooldown."""
+    global _skip_until
+    stats[f"{what}_failures"] += 1
+    _skip_until = time.monotonic() + COOLDOWN_SECONDS
+    logger.warning(
+        "Redis %s failed (%d so far in this process); going on without it",
+        what,
+        stats[f"{what}_failures"],
+        exc_info=settings.DEBUG,
+    )
+
+
+def _bump_keys(keys: Iterable[str]) -> None:
+    """INCR each generation (creating it at a random start); raises when Redis fails."""
+    keys = sorted(keys)
+    if keys:
+        run_script("bump", _BUMP, keys, [_fresh_start() for _ in keys])
+
+
+def _flush_pending() -> None:
+    """Bumps that failed earlier happen before this process trusts Redis again."""
+    with _lock:
+        keys = set(_pending)
+    if keys:
+        _bump_keys(keys)
+        with _lock:
+            _pending.difference_update(keys)
+        logger.warning("resolution cache: %d delayed generation bumps applied", len(keys))
+
+
+def bump(keys: Iterable[str]) -> None:
+    """Make every cached answer under these generations unreadable. Called after commit;
+    never raises: a write that committed succeeds even when Redis is down. Bumps whenever
+    Redis is configured, even with the resolve cache off here: other processes may use it."""
+    if not settings.REDIS_URL:
         return
+    keys = set(keys)
     try:
-        client = _redis()
-        key = _generation_key(tenant_id, subject_id)
-        client.set(key, _fresh_start(), nx=True)
-        client.incr(key)
+        _flush_pending()
+        _bump_keys(keys)
     except Exception:
-        failures["bump"] += 1
-        logger.error("cache generation bump failed for %s/%s", tenant_id, subject_id, exc_info=True)
+        with _lock:
+            _pending.update(keys)
+        redis_failed("bump")
 
 
-def _entry_key(principal: Principal, request: ResolveRequest, gen: int, policy: int) -> str:
+def _bump_on_commit(keys: set[str]) -> None:
+    if keys:
+        transaction.on_commit(lambda: bump(keys))
+
+
+def invalidate_subject_on_commit(pairs: Iterable[tuple[int, str | None]]) -> None:
+    """After the caller's transaction commits (and before the request returns), answers
+    about these (tenant id, subject id) pairs are no longer served from the cache."""
+    _bump_on_commit({subject_generation_key(t, s) for t, s in pairs if s is not None})
+
+
+def invalidate_policy_on_commit(tenant_id: int) -> None:
+    """A new policy version: every cached answer of the tenant is stale."""
+    _bump_on_commit({policy_generation_key(tenant_id)})
+
+
+def _entry_affix(principal: Principal, request: ResolveRequest) -> tuple[str, str]:
     shape = canonical_json(
         {
             "labels": sorted(principal.labels),
@@ -85,57 +214,68 @@ def _entry_key(principal: Principal, request: ResolveRequest, gen: int, policy: 
         }
     )
     digest = hashlib.sha256(shape.encode()).hexdigest()[:32]
-    return f"mg:res:{principal.tenant.pk}:{request.subject}:{gen}:{policy}:{digest}"
+    return f"mg:res:{principal.tenant.pk}:{request.subject}:", digest
 
 
-def _ttl(next_change: datetime | None, now: datetime) -> float:
-    if next_change is None:
-        return MAX_ENTRY_SECONDS
-    return min(MAX_ENTRY_SECONDS, (next_change - now).total_seconds())
+def _read(principal: Principal, request: ResolveRequest) -> tuple[str, bytes | None]:
+    """The entry key under the current generations, and the entry if there is one."""
+    prefix, digest = _entry_affix(principal, request)
+    key, entry = run_script(
+        "read",
+        _READ,
+        [
+            subject_generation_key(principal.tenant.pk, request.subject),
+            policy_generation_key(principal.tenant.pk),
+        ],
+        [_fresh_start(), _fresh_start(), prefix, digest],
+    )
+    return key.decode(), entry
 
 
-def _fresh(
-    principal: Principal, request: ResolveRequest, now: datetime
-) -> tuple[dict[str, Any], float]:
-    decision = decide(principal, request, now)
-    return resolution_body(decision, explain=request.explain), _ttl(decision.next_change, now)
+def _fresh(principal: Principal, request: ResolveRequest, now: datetime) -> dict[str, Any]:
+    return resolution_body(decide(principal, request, now), explain=request.explain)
 
 
 def cached_resolution(
     principal: Principal, request: ResolveRequest, now: datetime
 ) -> dict[str, Any]:
     if not enabled() or request.valid_at is not None or request.known_at is not None:
-        return _fresh(principal, request, now)[0]
+        return _fresh(principal, request, now)
+    if not redis_usable():
+        stats["bypassed"] += 1
+        return _fresh(principal, request, now)
     try:
-        gen = generation(principal.tenant.pk, request.subject)
-        policy = current_policy(principal.tenant).version
-        key = _entry_key(principal, request, gen, policy)
-        entry = cache.get(key)
+        _flush_pending()
+        key, entry = _read(principal, request)
     except Exception:
-        failures["read"] += 1
-        logger.warning(
-            "resolution cache unavailable; answering from the database (%s so far)",
-            failures["read"],
-            exc_info=settings.DEBUG,
-        )
-        return _fresh(principal, request, now)[0]
-    if entry is not None and entry["until"] > now.timestamp():
-        body = dict(entry["body"])
+        redis_failed("read")
+        return _fresh(principal, request, now)
+    if entry is not None:
+        stats["hits"] += 1
+        body: dict[str, Any] = json.loads(entry)
         body["valid_at"] = body["known_at"] = iso(now)
         return body
-    body, ttl = _fresh(principal, request, now)
-    _store(key, body, now, ttl)
+    stats["misses"] += 1
+    decision = decide(principal, request, now)
+    body = resolution_body(decision, explain=request.explain)
+    _store(key, body, decision.next_change)
     return body
 
 
-def _store(key: str, body: dict[str, Any], now: datetime, ttl: float) -> None:
-    delay = getattr(settings, "MEMGOV_TEST_DELAY_BEFORE_CACHE_WRITE", 0)
+def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:
+    delay = float(os.environ.get(DELAY_ENV) or 0)
     if delay:
         time.sleep(delay)  # tests only: widen the window between the read and the write
-    if ttl <= 0:
+    now = timezone.now()
+    until = now + timedelta(seconds=MAX_ENTRY_SECONDS)
+    if next_change is not None:
+        until = min(until, next_change)
+    if until <= now:
         return
     try:
-        cache.set(key, {"body": body, "until": now.timestamp() + ttl}, timeout=max(1, int(ttl)))
+        # An absolute end (PXAT, whole milliseconds rounded down): the entry is gone at the
+        # boundary however long this write took to reach Redis.
+        payload = json.dumps(body, separators=(",", ":"))
+        _redis().set(key, payload, pxat=int(until.timestamp() * 1000))
     except Exception:
-        failures["write"] += 1
-        logger.warning("resolution cache write failed", exc_info=settings.DEBUG)
+        redis_failed("write")

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from memory.errors import Conflict, InvalidContent
 from memory.models import IdempotencyRecord, Tenant
+from memory.principals import Principal
 
 HEADER = "Idempotency-Key"
 IN_PROGRESS = 0
@@ -27,10 +28,11 @@ class Replay(Exception):
 
 
 def request_hash(request: Request) -> str:
+    """Method, path, caller and raw body. The caller is part of it: a first answer can hold
+    what only its caller may see, so the same key from another principal is another request."""
     body: bytes = request._request.body  # the raw bytes: same key, same bytes
-    return hashlib.sha256(
-        (request.method or "").encode() + b" " + request.path.encode() + b"\n" + body
-    ).hexdigest()
+    caller = request.auth.name if isinstance(request.auth, Principal) else ""
+    return hashlib.sha256(f"{request.method} {request.path} {caller}\n".encode() + body).hexdigest()
 
 
 def reserve(tenant: Tenant, key: str, digest: str) -> IdempotencyRecord:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -24,6 +24,9 @@ DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TENANT_WIDE = {"tenant": "*"}
 MAX_VALUE_BYTES = 8 * 1024
 EVIDENCE_KINDS = {Source.Kind.BUSINESS_RECORD, Source.Kind.APPROVAL_RECORD}
+# Scenario checks probe a day outside the valid interval: that day must be representable.
+EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=2)
+LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=2)
 
 
 @dataclass
@@ -66,6 +69,9 @@ def check_expiry(kind: str, expires_at: datetime | None, now: datetime, errors: 
 
 
 def check_validity(valid_from: datetime | None, valid_to: datetime | None, errors: Errors) -> None:
+    for name, moment in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if moment is not None and not EARLIEST <= moment <= LATEST:
+            errors.add(name, "must be between 0001-01-03 and 9999-12-29")
     if valid_from and valid_to and valid_from > valid_to:
         errors.add("valid_to", "must not be before valid_from")
 

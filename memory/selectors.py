@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from memory.errors import NotFound
 from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status, Tenant
@@ -113,7 +114,9 @@ def memory_heads(principal: Principal, filters: MemoryFilters) -> QuerySet[Memor
             heads = heads.filter(scope__contains={dim: value})  # jsonb @>, GIN-indexed
         else:
             alias = f"scope_value_{index}"
-            heads = heads.alias(**{alias: KeyTextTransform(dim, "scope")}).filter(**{alias: value})
+            # Cast: a bare KeyTextTransform takes JSON lookups, which parse the value as JSON.
+            text = Cast(KeyTextTransform(dim, "scope"), TextField())
+            heads = heads.alias(**{alias: text}).filter(**{alias: value})
     return versions_with_details(heads)
 
 

@@ -55,7 +55,7 @@ class SourceInput(serializers.Serializer[Source]):
     speaker = serializers.CharField(max_length=200, required=False, allow_blank=True)
     occurred_at = ZonedDateTimeField(required=False, allow_null=True)
     visibility = LabelListField(required=False, min_length=1)
-    metadata = serializers.DictField(required=False)
+    metadata = serializers.DictField(child=serializers.JSONField(), required=False)
 
 
 class RevokeInput(serializers.Serializer[Any]):
@@ -101,7 +101,7 @@ class _ContentInput(serializers.Serializer[MemoryVersion]):
     valid_to = ZonedDateTimeField(required=False, allow_null=True)
     assertion = serializers.ChoiceField(choices=Assertion.choices, required=False)
     sources = serializers.ListField(child=serializers.CharField(max_length=40), required=False)
-    basis = serializers.DictField(required=False)
+    basis = serializers.DictField(child=serializers.JSONField(), required=False)
     visibility = LabelListField(required=False, min_length=1)
     required_reviewers = serializers.ListField(
         child=serializers.CharField(max_length=150), required=False

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
-from memory import rules
+from memory import cache, rules
 from memory.errors import Conflict, InvalidContent, PreconditionRequired
 from memory.keys import generate_key, hash_key
 from memory.models import (
@@ -160,9 +160,13 @@ def entity_create(
             name_normalized=name.strip().casefold(),
             external_ref=external_ref,
         )
-        for alias in dict.fromkeys(a.strip() for a in aliases if a.strip()):
+        # One alias per normalized form (the unique constraint): "Dana" and "dana" are one.
+        kept: dict[str, str] = {}
+        for alias in (a.strip() for a in aliases if a.strip()):
+            kept.setdefault(alias.casefold(), alias)
+        for normalized, alias in kept.items():
             Alias.objects.create(
-                entity=entity, tenant=principal.tenant, alias=alias, normalized=alias.casefold()
+                entity=entity, tenant=principal.tenant, alias=alias, normalized=normalized
             )
         audit_append(
             tenant=principal.tenant,
@@ -178,7 +182,7 @@ def entity_create(
 def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Source | None) -> Alias:
     normalized = alias.strip().casefold()
     with transaction.atomic(durable=True):
-        Entity.objects.select_for_update().get(pk=entity.pk)
+        Entity.objects.select_for_update(no_key=True).get(pk=entity.pk)
         if Alias.objects.filter(entity=entity, normalized=normalized).exists():
             raise InvalidContent({"alias": ["this entity already has that alias"]})
         created = Alias.objects.create(
@@ -419,7 +423,8 @@ def memory_correct(
     errors.raise_if_any()
     with transaction.atomic(durable=True):
         locked = (
-            MemoryItem.objects.select_for_update()
+            # of=self: PostgreSQL cannot lock the nullable side (subject) of an outer join.
+            MemoryItem.objects.select_for_update(of=("self",), no_key=True)
             .select_related("tenant", "subject")
             .get(pk=item.pk)
         )
@@ -461,6 +466,8 @@ def memory_correct(
             data={**_version_audit_data(version), "supersedes": head.number},
         )
         _after_new_version(version)
+        # The active version's answers now say pending_correction: true.
+        cache.invalidate_subject_on_commit([(locked.tenant_id, locked.subject_id)])
     return version
 
 
@@ -528,7 +535,7 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
     except PolicyError as exc:
         raise InvalidContent({"precedence": [str(exc)]}) from exc
     with transaction.atomic(durable=True):
-        Tenant.objects.select_for_update().get(pk=principal.tenant.pk)
+        Tenant.objects.select_for_update(no_key=True).get(pk=principal.tenant.pk)
         latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
         policy = Policy.objects.create(
             tenant=principal.tenant,
@@ -546,13 +553,18 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
             target_id=str(policy.version),
             data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
         )
+        cache.invalidate_policy_on_commit(principal.tenant.pk)
     return policy
 
 
 def api_key_revoke(*, key: ApiKey, actor: str = "operator") -> ApiKey:
     """A revoked key stops authenticating on its next request; the row stays for audit."""
     with transaction.atomic(durable=True):
-        locked = ApiKey.objects.select_for_update().select_related("tenant").get(pk=key.pk)
+        locked = (
+            ApiKey.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("tenant")
+            .get(pk=key.pk)
+        )
         if locked.revoked_at is None:
             locked.revoked_at = timezone.now()
             locked.save(update_fields=["revoked_at"])

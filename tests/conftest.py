@@ -47,6 +47,12 @@ def needs(service: str) -> pytest.MarkDecorator:
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """PBKDF2's deliberate slowness costs seconds per persona; tests need no such cost."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _eager_celery() -> Iterator[None]:
     """Tasks run in-process unless a test starts a real worker (see tests/integration)."""
     previous = celery_app.conf.task_always_eager

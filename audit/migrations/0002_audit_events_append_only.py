@@ -24,7 +24,7 @@ DROP FUNCTION IF EXISTS audit_event_refuse_change();
 def _on_postgresql(sql: str):
     def run(apps, schema_editor):
         if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(sql)
+            schema_editor.execute(sql, params=None)  # no placeholders: keep the % literal
 
     return run
 

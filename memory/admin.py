@@ -1,0 +1,212 @@
+"""Django admin for the memory layer: read-only data, status changes as service actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from approvals import services as review
+from approvals.admin import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
+from memory.errors import Conflict
+from memory.models import (
+    Alias,
+    ApiKey,
+    Entity,
+    IdempotencyRecord,
+    Membership,
+    MemoryItem,
+    MemoryVersion,
+    Policy,
+    Scenario,
+    ScopeValue,
+    Source,
+    TaskFlag,
+    Tenant,
+)
+from memory.principals import Principal
+from memory.selectors import access_memory, access_source
+
+
+@admin.register(Tenant)
+class TenantAdmin(ReadOnlyAdmin):
+    list_display = ("slug", "name", "approvals_required", "retention_days", "created_at")
+    search_fields = ("slug", "name")
+
+
+@admin.register(Membership)
+class MembershipAdmin(ReadOnlyAdmin):
+    list_display = ("user", "tenant", "labels")
+    list_filter = ("tenant",)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(ReadOnlyAdmin):
+    list_display = ("prefix", "tenant", "principal", "agent_name", "user", "revoked_at")
+    list_filter = ("tenant", "principal")
+    exclude = ("key_hash",)
+
+
+@admin.register(ScopeValue)
+class ScopeValueAdmin(ReadOnlyAdmin):
+    list_display = ("tenant", "dimension", "value")
+    list_filter = ("tenant", "dimension")
+
+
+class AliasInline(TabularInlineBase):
+    model = Alias
+    fk_name = "entity"
+    extra = 0
+    fields = ("alias", "source", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Entity | None = None) -> bool:
+        return False
+
+
+@admin.register(Entity)
+class EntityAdmin(ReadOnlyAdmin):
+    list_display = ("name", "kind", "id", "tenant", "external_ref")
+    list_filter = ("tenant", "kind")
+    search_fields = ("id", "name", "aliases__alias")
+    inlines = (AliasInline,)
+
+
+@admin.register(Alias)
+class AliasAdmin(ReadOnlyAdmin):
+    list_display = ("alias", "entity", "tenant")
+    search_fields = ("alias",)
+
+
+def _revoke(principal: Principal, source: Source, reason: str) -> str:
+    affected = review.source_revoke(
+        principal=principal, source=access_source(principal, source.pk), reason=reason
+    )
+    return f"revoked; retired {', '.join(affected) or 'nothing'}"
+
+
+@admin.register(Source)
+class SourceAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "kind", "external_ref", "received_at", "revoked_at")
+    list_filter = ("tenant", "kind")
+    search_fields = ("id", "external_ref")
+    actions = ("revoke_selected",)
+
+    @admin.action(description="Revoke selected sources (retires every memory based on them)")
+    def revoke_selected(
+        self, request: HttpRequest, queryset: QuerySet[Source]
+    ) -> TemplateResponse | None:
+        return with_reason(self, request, queryset, "Revoke sources", _revoke)
+
+
+def _head_item(principal: Principal, version: MemoryVersion) -> MemoryItem:
+    """The service acts on a lineage's head; acting on an older version would surprise."""
+    item = access_memory(principal, version.item_id)
+    if version.number != item.head_version:
+        raise Conflict(f"version {version.number} is not the head (v{item.head_version}).")
+    return item
+
+
+def _approve(principal: Principal, version: MemoryVersion) -> str:
+    done = review.version_approve(
+        principal=principal, item=_head_item(principal, version), comment="approved in admin"
+    )
+    return f"approved; now {done.status}"
+
+
+def _reject(principal: Principal, version: MemoryVersion, reason: str) -> str:
+    review.version_reject(principal=principal, item=_head_item(principal, version), reason=reason)
+    return "rejected"
+
+
+def _recheck(principal: Principal, version: MemoryVersion) -> str:
+    review.version_recheck(principal=principal, item=_head_item(principal, version))
+    return "checks running again"
+
+
+def _retire_item(principal: Principal, item: MemoryItem, reason: str) -> str:
+    flagged = review.memory_retire(
+        principal=principal, item=access_memory(principal, item.pk), reason=reason
+    )
+    return f"retired; {len(flagged)} task(s) flagged"
+
+
+class ScenarioInline(TabularInlineBase):
+    model = Scenario
+    extra = 0
+    fields = ("kind", "context", "valid_at", "expect", "created_by")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: MemoryVersion | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(MemoryVersion)
+class MemoryVersionAdmin(ReadOnlyAdmin):
+    list_display = ("item", "number", "kind", "field", "status", "owner", "recorded_at")
+    list_filter = ("status", "kind", "tenant")
+    search_fields = ("item__id", "field", "statement")
+    list_select_related = ("item", "owner")
+    exclude = ("sources",)
+    inlines = (ScenarioInline,)
+    actions = ("approve_selected", "reject_selected", "recheck_selected")
+
+    @admin.action(description="Approve selected versions (as you)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[MemoryVersion]) -> None:
+        run_service(self, request, queryset, _approve)
+
+    @admin.action(description="Reject selected versions (as you)")
+    def reject_selected(
+        self, request: HttpRequest, queryset: QuerySet[MemoryVersion]
+    ) -> TemplateResponse | None:
+        return with_reason(self, request, queryset, "Reject versions", _reject)
+
+    @admin.action(description="Run the checks of selected versions again")
+    def recheck_selected(self, request: HttpRequest, queryset: QuerySet[MemoryVersion]) -> None:
+        run_service(self, request, queryset, _recheck)
+
+
+@admin.register(MemoryItem)
+class MemoryItemAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "kind", "subject", "field", "head_version", "created_at")
+    list_filter = ("tenant", "kind")
+    search_fields = ("id", "field", "subject_mention")
+    list_select_related = ("tenant", "subject")
+    actions = ("retire_selected",)
+
+    @admin.action(description="Retire selected memories (as you)")
+    def retire_selected(
+        self, request: HttpRequest, queryset: QuerySet[MemoryItem]
+    ) -> TemplateResponse | None:
+        return with_reason(self, request, queryset, "Retire memories", _retire_item)
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(ReadOnlyAdmin):
+    list_display = ("version", "kind", "expect", "created_by", "created_at")
+
+
+@admin.register(Policy)
+class PolicyAdmin(ReadOnlyAdmin):
+    """Published from the dashboard's policy page, which starts re-validation."""
+
+    list_display = ("tenant", "version", "published_by", "published_at")
+    list_filter = ("tenant",)
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(ReadOnlyAdmin):
+    list_display = ("tenant", "key", "response_status", "created_at")
+
+
+@admin.register(TaskFlag)
+class TaskFlagAdmin(ReadOnlyAdmin):
+    list_display = ("task_id", "item", "version_number", "event", "at")
+    list_filter = ("event",)
+    search_fields = ("task_id", "item__id")

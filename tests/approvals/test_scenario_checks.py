@@ -1,0 +1,227 @@
+"""Scenario checks before activation (DESIGN.md, Scenario checks; seed 001: test the
+cases where the memory must be used, the similar-looking ones where it must not, and the
+ones where its basis was revoked). All must pass; a failure keeps the item out of use."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core import mail
+from django.utils import timezone
+
+from approvals import checking, tasks
+from approvals.models import CheckResult
+from memory.models import Status
+from tests.approvals.support import Flow, head
+from tests.conftest import iso
+
+NOT = "does_not_apply"
+TOO_BROAD = {"kind": "inapplicable", "context": {"project": "P-9"}, "expect": "does_not_apply"}
+
+
+def gate_results(memory_id: str) -> dict[str, tuple[str, str]]:
+    """scenario name → (outcome, detail) of the head version's gate run."""
+    rows = CheckResult.objects.filter(version=head(memory_id), run=CheckResult.Run.GATE)
+    return {r.scenario["name"]: (r.outcome, r.detail) for r in rows}
+
+
+def test_a_failing_custom_scenario_keeps_the_rule_out_of_use(flow: Flow):
+    # Given a reviewer's real case: a renewal of P-9 outside batch renewal-3 must not
+    # follow the exception; the rule as proposed covers all of P-9.
+    memory = flow.rule({"project": "P-9"}, scenarios=[TOO_BROAD])
+
+    flow.approve(memory["id"], "rita", "lena")
+
+    failed = flow.memory(memory["id"])
+    assert failed["status"] == "checks_failed"
+    assert failed["checks"] == {"status": "failed", "passed": 5, "failed": 1, "total": 6}
+    [(name, detail)] = [
+        (name, detail)
+        for name, (outcome, detail) in gate_results(memory["id"]).items()
+        if outcome == "failed"
+    ]
+    assert name.startswith("custom #")
+    assert detail.startswith("selected (expected does not apply)")
+    assert flow.resolved_ids({"project": "P-9"}) == []
+    [email] = mail.outbox[-1:]
+    assert email.to == ["rita@example.com"]  # the owner
+    assert email.subject == f"[Memgov] Checks failed: material_checks ({memory['id']} v1)"
+
+
+def test_a_recheck_after_adding_a_scenario_runs_the_gate_again_with_it(
+    flow: Flow, django_capture_on_commit_callbacks
+):
+    memory = flow.rule({"project": "P-9"}, scenarios=[TOO_BROAD])
+    flow.approve(memory["id"], "rita", "lena")
+    p10 = {"kind": "inapplicable", "context": {"project": "P-10"}, "expect": "does_not_apply"}
+    added = flow.post("omar", f"/memories/{memory['id']}/scenarios", p10)
+    assert added.status_code == 201
+    assert added.json()["created_by"] == "user:omar"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = flow.uncommitted("rita", f"/memories/{memory['id']}/recheck")
+
+    assert response.status_code == 200
+    assert response.json()["status"] == "checking"
+    # The first run's six rows are rewritten, the new scenario adds one: never a second set.
+    results = gate_results(memory["id"])
+    assert CheckResult.objects.filter(version=head(memory["id"]), run="gate").count() == 7
+    assert [o for n, (o, _) in results.items() if n.startswith("custom #")] == ["failed", "passed"]
+    assert flow.memory(memory["id"])["checks"]["total"] == 7
+    assert flow.memory(memory["id"])["status"] == "checks_failed"  # the real case still fails
+
+
+def test_a_correction_narrowing_the_scope_fixes_what_the_scenario_found(flow: Flow):
+    memory = flow.rule({"project": "P-9"}, scenarios=[TOO_BROAD])
+    flow.approve(memory["id"], "rita", "lena")
+    narrower = {"scope": {"project": "P-9", "task": "renewal-3"}}
+
+    flow.correct(memory["id"], 1, **narrower)
+    flow.approve(memory["id"], "rita", "lena")
+
+    fixed = flow.memory(memory["id"])
+    assert (fixed["version"], fixed["status"]) == (2, "active")
+    assert fixed["checks"]["failed"] == 0
+    assert flow.resolved_ids({"project": "P-9", "task": "renewal-3"}) == [memory["id"]]
+    assert flow.resolved_ids({"project": "P-9", "task": "renewal-7"}) == []
+
+
+def test_a_recheck_after_the_conflict_is_fixed_activates_the_rule(flow: Flow):
+    old = flow.active_rule({"project": "P-9"}, value="check every delivery")
+    new = flow.rule({"project": "P-9"})
+    flow.approve(new["id"], "rita", "lena")
+    assert flow.memory(new["id"])["status"] == "checks_failed"
+    flow.ok(flow.retire(old["id"]))  # the fix: the contradicting rule is retired
+
+    response = flow.post("omar", f"/memories/{new['id']}/recheck")
+
+    assert response.json()["status"] == "checking"
+    assert flow.memory(new["id"])["status"] == "active"
+    assert flow.resolved_ids({"project": "P-9"}) == [new["id"]]
+
+
+def test_generated_scenarios_cover_scope_siblings_subject_tenant_time_and_revocation(flow: Flow):
+    # Given the tenant has seen project P-10 and supplier S-18 (another proposal's scope).
+    flow.rule({"project": "P-10", "supplier": "S-18"})
+    start = timezone.now() - timedelta(days=10)
+    memory = flow.rule(
+        {"project": "P-9", "supplier": "S-17", "batch": "B-3"}, valid_from=iso(start)
+    )
+
+    flow.approve(memory["id"], "rita", "lena")
+
+    checks = flow.ok(flow.get("rita", f"/memories/{memory['id']}/checks"))
+    gate = [c for c in checks if c["run"] == "gate"]
+    own = {"project": "P-9", "supplier": "S-17", "batch": "B-3"}
+    assert [
+        (c["scenario"]["name"], c["scenario"]["context"], c["scenario"]["expect"], c["outcome"])
+        for c in gate
+    ] == [
+        ("applicable: its own scope", own, "applies", "passed"),
+        # No other batch was ever seen in the tenant: a made-up sibling.
+        ("inapplicable: batch moved to a sibling", {**own, "batch": "B-3~other"}, NOT, "passed"),
+        ("inapplicable: project moved to a sibling", {**own, "project": "P-10"}, NOT, "passed"),
+        ("inapplicable: supplier moved to a sibling", {**own, "supplier": "S-18"}, NOT, "passed"),
+        ("inapplicable: another subject", own, NOT, "passed"),
+        ("inapplicable: another tenant", own, NOT, "passed"),
+        ("inapplicable: outside its validity", own, NOT, "passed"),
+        ("revoked: basis withdrawn", own, NOT, "passed"),
+    ]
+    by_name = {c["scenario"]["name"]: c["scenario"] for c in gate}
+    assert by_name["inapplicable: another subject"]["subject"] != "same"
+    assert by_name["inapplicable: another tenant"]["tenant"] == "other"
+    assert (
+        by_name["inapplicable: outside its validity"]["valid_at"]
+        == (start - timedelta(days=1)).isoformat()
+    )
+    assert by_name["revoked: basis withdrawn"]["revoke_basis"] is True
+    assert flow.memory(memory["id"])["status"] == "active"
+
+
+def test_an_activation_that_would_create_a_conflict_fails_the_regression_check(flow: Flow):
+    old = flow.active_rule({"project": "P-9"}, value="check every delivery")
+    new = flow.rule({"project": "P-9"})
+
+    preview = flow.memory(new["id"])["checks"]  # what the reviewer sees before deciding
+    flow.approve(new["id"], "rita", "lena")
+
+    assert preview == {"status": "failed", "passed": 4, "failed": 2, "total": 6}
+    assert flow.memory(new["id"])["status"] == "checks_failed"
+    outcome, detail = gate_results(new["id"])[f"regression: {old['id']} v1 still resolves"]
+    assert outcome == "failed"
+    assert detail.startswith("activation would create a conflict: abstains: conflict")
+    [fact] = flow.resolve({"project": "P-9"})["facts"]
+    assert fact["memory_id"] == old["id"]  # what was in use stays in use
+
+
+def test_a_changed_winner_is_reported_as_impact_and_does_not_fail(flow: Flow):
+    old = flow.active_rule({"project": "P-9"}, value="check every delivery")
+    record = flow.source("business_record", content="PO-7731 v3: exception granted.")
+    new = flow.rule({"project": "P-9"}, sources=[record])  # verified_record outranks confirmed
+
+    flow.approve(new["id"], "rita", "lena")
+
+    checks = flow.ok(flow.get("rita", f"/memories/{new['id']}/checks"))
+    regressions = [c for c in checks if c["scenario"]["kind"] == "regression"]
+    assert [(c["run"], c["outcome"]) for c in regressions] == [
+        ("preview", "passed"),
+        ("gate", "passed"),
+    ]
+    preview, regression = regressions
+    assert preview["impact"] == regression["impact"]  # the reviewer saw it before approving
+    assert regression["impact"] == [
+        {
+            "context": {"project": "P-9"},
+            "before": f"{old['id']} v1 (only applicable fact)",
+            "after": f"{new['id']} v1 (verified_record outranks confirmed ({old['id']}))",
+        }
+    ]
+    assert flow.resolved_ids({"project": "P-9"}) == [new["id"]]
+
+
+def test_the_checks_listing_has_the_contract_shape(flow: Flow):
+    renewal_3 = {"project": "P-9", "task": "renewal-3"}
+    real_case = {"kind": "applicable", "context": renewal_3, "expect": "applies"}
+    memory = flow.active_rule({"project": "P-9"}, scenarios=[real_case])
+
+    checks = flow.ok(flow.get("agent", f"/memories/{memory['id']}/checks"))
+
+    assert len(checks) == 12  # 6 scenarios, previewed at proposal, then the gate run
+    for check in checks:
+        assert {"scenario", "generated", "outcome", "detail", "policy_version", "ran_at"} <= set(
+            check
+        )
+        assert isinstance(check["scenario"], dict)
+        assert check["outcome"] in ("passed", "failed")
+        assert isinstance(check["detail"], str) and check["detail"]
+        assert check["policy_version"] == "1"
+        assert check["ran_at"].endswith("Z")
+    assert [c["generated"] for c in checks if c["run"] == "gate"] == [True] * 5 + [False]
+    assert flow.get("zed", f"/memories/{memory['id']}/checks").status_code == 404
+
+
+def test_running_the_gate_task_twice_records_each_scenario_once(flow: Flow):
+    memory = flow.active_rule({"project": "P-9"})
+    version = head(memory["id"])
+    rows = CheckResult.objects.filter(version=version).values_list("pk", "run", "scenario_key")
+    before = list(rows)
+
+    assert tasks.run_gate_checks.apply(args=(version.pk,)).get() == "active"
+
+    assert list(rows) == before
+
+
+def test_a_redelivered_gate_run_rewrites_its_results_instead_of_adding_rows(flow: Flow):
+    memory = flow.rule({"project": "P-9"})
+    for reviewer in ("rita", "lena"):
+        flow.ok(flow.uncommitted(reviewer, f"/memories/{memory['id']}/approve"))
+    version = head(memory["id"])
+    assert version.status == Status.CHECKING  # the gate run was not handed over yet
+
+    checking.checks_run(version=version, run=CheckResult.Run.GATE)
+    checking.checks_run(version=version, run=CheckResult.Run.GATE)  # delivered twice
+    assert tasks.run_gate_checks.apply(args=(version.pk,)).get() == "active"
+
+    gate = CheckResult.objects.filter(version=version, run=CheckResult.Run.GATE)
+    assert gate.count() == 5
+    assert len({(r.scenario_key, r.policy_version) for r in gate}) == 5

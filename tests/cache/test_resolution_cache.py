@@ -1,0 +1,254 @@
+"""The resolution cache in one process, against a real Redis: what is cached, under which
+key, and every change that must make a cached answer unreadable (DESIGN.md, Cache)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+
+from django.utils import timezone
+
+from approvals.services import memory_retire, version_reject
+from memory import cache, services
+from memory.models import MemoryItem
+from memory.principals import Principal
+from memory.resolution import resolve_for
+from tests.cache.builders import (
+    addresses,
+    approve,
+    assert_active,
+    dana,
+    message,
+    now_request,
+    propose_address,
+    propose_office_delivery,
+)
+from tests.cache.conftest import free_port
+from tests.conftest import later, needs
+
+pytestmark = [needs("redis")]
+
+ORDER_A = {"task": "order-a"}
+
+
+def test_a_repeated_resolve_is_answered_from_redis_with_one_query_for_the_key(
+    private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    assert_active(version)
+    agent = world.client("agent")
+    first = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    with django_assert_num_queries(1):  # is the API key still live; no policy, no candidates
+        second = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert second.status_code == 200
+    assert addresses(second.json()) == addresses(first.json()) == ["12 Elm Street"]
+    assert second.json()["policy_version"] == "1"
+    assert (cache.stats["misses"], cache.stats["hits"]) == (1, 1)
+    assert len(private_redis.entries(subject)) == 1
+
+
+def test_retiring_dana_s_address_removes_it_from_the_next_answer(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    agent = world.principal("agent")
+    assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_retire(
+            principal=world.principal("rita"),
+            item=MemoryItem.objects.get(pk=version.item_id),
+            reason="Dana moved",
+        )
+
+    assert addresses(resolve_for(agent, now_request(subject))) == []
+    assert cache.stats["hits"] == 0
+
+
+def test_a_pending_correction_shows_in_answers_cached_before_it_and_goes_when_rejected(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        office = propose_office_delivery(world, subject, expires_at=later(14))
+        approve(world, office)
+    assert_active(office)
+    agent = world.principal("agent")
+    before = resolve_for(agent, now_request(subject, context=ORDER_A))
+    assert [f["pending_correction"] for f in before["facts"]] == [False]
+    item = MemoryItem.objects.get(pk=office.item_id)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.memory_correct(
+            principal=agent, item=item, if_match='"1"', data={"value": "9 Quay Street"}
+        )
+    pending = resolve_for(agent, now_request(subject, context=ORDER_A))
+    with django_capture_on_commit_callbacks(execute=True):
+        version_reject(principal=world.principal("rita"), item=item, reason="ORD-A says Dock Road")
+    after = resolve_for(agent, now_request(subject, context=ORDER_A))
+
+    assert [(f["value"], f["pending_correction"]) for f in pending["facts"]] == [
+        ("4 Dock Road", True)
+    ]
+    assert [(f["value"], f["pending_correction"]) for f in after["facts"]] == [
+        ("4 Dock Road", False)
+    ]
+
+
+def test_publishing_a_policy_changes_the_policy_version_of_the_next_answer(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, subject)
+    agent = world.principal("agent")
+    assert resolve_for(agent, now_request(subject))["policy_version"] == "1"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.policy_publish(
+            principal=world.principal("rita"),
+            precedence={"kind_rank": ["preference", "task_fact", "enterprise_rule"]},
+            reason="preferences first",
+        )
+
+    assert resolve_for(agent, now_request(subject))["policy_version"] == "2"
+
+
+def test_an_answer_cached_for_finance_is_not_served_to_staff(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
+    staff = world.principal("agent")
+    invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject, "Finance desk", source=invoice, by=finance)
+    assert_active(version)
+    assert addresses(resolve_for(finance, now_request(subject))) == ["Finance desk"]
+    assert addresses(resolve_for(finance, now_request(subject))) == ["Finance desk"]
+
+    answer = resolve_for(staff, now_request(subject))
+
+    assert addresses(answer) == []
+    assert (cache.stats["misses"], cache.stats["hits"]) == (2, 1)
+
+
+def test_answers_about_another_time_are_never_cached(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, subject)
+    agent = world.principal("agent")
+    moment = timezone.now() + timedelta(seconds=1)
+
+    answers = [resolve_for(agent, now_request(subject, valid_at=moment)) for _ in range(2)]
+    answers += [resolve_for(agent, now_request(subject, known_at=moment)) for _ in range(2)]
+
+    assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 4
+    assert private_redis.entries(subject) == []
+    assert cache.stats["hits"] + cache.stats["misses"] == 0
+
+
+def test_an_entry_lives_no_longer_than_the_first_expiry_in_it(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    expires_at = timezone.now() + timedelta(seconds=30)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject, expires_at=expires_at)
+    assert_active(version)
+    resolve_for(world.principal("agent"), now_request(subject))
+
+    (key,) = private_redis.entries(subject)
+    entry_ends_ms = private_redis.client().pexpiretime(key)
+
+    assert timezone.now().timestamp() * 1000 < entry_ends_ms <= expires_at.timestamp() * 1000
+    assert cache.MAX_ENTRY_SECONDS * 1000 > 30_000
+
+
+def test_an_entry_written_before_redis_was_emptied_is_never_read(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    """A slow reader read the generation, then Redis was emptied, then it wrote: the
+    generation starts again from a random value, so its key is never asked for."""
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, subject)
+    agent = world.principal("agent")
+    private_redis.client().flushdb()  # so the reader below creates the generations afresh
+    resolve_for(agent, now_request(subject))
+    (key,) = private_redis.entries(subject)
+    private_redis.client().flushdb()
+    stale = {"policy_version": "1", "facts": [{"field": "delivery_address", "value": "old"}]}
+    private_redis.client().set(key, json.dumps(stale))
+
+    answer = resolve_for(agent, now_request(subject))
+
+    assert addresses(answer) == ["12 Elm Street"]
+    assert cache.stats["hits"] == 0
+
+
+def _point_cache_at(settings, url: str) -> None:
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 0.5},
+        }
+    }
+
+
+def test_with_redis_unreachable_resolve_answers_from_the_database_and_warns_once(
+    private_redis, world, settings, caplog, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, subject)
+    _point_cache_at(settings, f"redis://127.0.0.1:{free_port()}/1")
+    agent = world.principal("agent")
+
+    with caplog.at_level(logging.WARNING, logger="memory.cache"):
+        answers = [resolve_for(agent, now_request(subject)) for _ in range(3)]
+
+    assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 3
+    assert cache.stats["read_failures"] == 1
+    assert cache.stats["bypassed"] == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "memory.cache"] == [
+        "Redis read failed (1 so far in this process); going on without it"
+    ]
+
+
+def test_a_retirement_while_redis_is_unreachable_succeeds_and_its_bump_lands_later(
+    private_redis, world, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    agent = world.principal("agent")
+    assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
+    live = settings.CACHES["default"]["LOCATION"]
+    _point_cache_at(settings, f"redis://127.0.0.1:{free_port()}/1")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        flagged = memory_retire(
+            principal=world.principal("rita"),
+            item=MemoryItem.objects.get(pk=version.item_id),
+            reason="Dana moved",
+        )
+    _point_cache_at(settings, live)  # the same server, its entries still there
+    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
+    answer = resolve_for(agent, now_request(subject))
+
+    assert flagged == []
+    assert cache.stats["bump_failures"] == 1
+    assert addresses(answer) == []
+    assert cache._pending == set()
+    assert len(private_redis.entries(subject)) == 2  # the stale one is unreadable

@@ -1,0 +1,143 @@
+"""The other users of the cache's Redis on the hot path: the per-key throttle, and agent
+keys remembered in-process but refused on the first request after their revocation."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+from django.utils import timezone
+
+from memory import cache, keys, services
+from memory.auth import PrincipalRateThrottle
+from memory.models import ApiKey
+from memory.principals import Principal
+from tests.cache.builders import addresses, assert_active, dana, message, propose_address
+from tests.cache.conftest import free_port
+from tests.conftest import needs
+
+pytestmark = [needs("redis")]
+
+
+def _key_row(raw: str) -> ApiKey:
+    return ApiKey.objects.get(prefix=raw.split("_")[1])
+
+
+def test_an_agent_over_its_rate_gets_429_with_retry_after_and_others_are_not_slowed(
+    private_redis, world, monkeypatch
+):
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "3/min", raising=False)
+    agent, rita = world.client("agent"), world.client("rita")
+
+    statuses = [agent.get("/api/v1/policy").status_code for _ in range(4)]
+    refused = agent.get("/api/v1/policy")
+    others = rita.get("/api/v1/policy")
+
+    assert statuses == [200, 200, 200, 429]
+    assert refused.status_code == 429
+    assert refused["Content-Type"] == "application/problem+json"
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert others.status_code == 200
+
+
+def test_concurrent_requests_cannot_exceed_the_rate_together(private_redis, world, monkeypatch):
+    """DRF's default rewrites one list per key, so concurrent requests lost each other's
+    entries and more got through; the Redis counter is incremented atomically."""
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "10/min", raising=False)
+    principal = Principal(
+        tenant=world.tenant,
+        name="agent:bot",
+        labels=frozenset(),
+        api_key=_key_row(world.keys["agent"]),
+    )
+    request = SimpleNamespace(auth=principal)
+    verdicts: list[bool] = []
+    start = threading.Barrier(25)
+
+    def ask() -> None:
+        start.wait()
+        verdicts.append(PrincipalRateThrottle().allow_request(request, None))  # type: ignore[arg-type]
+
+    threads = [threading.Thread(target=ask) for _ in range(25)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(verdicts) == [False] * 15 + [True] * 10
+
+
+def test_the_throttle_lets_requests_through_while_redis_is_unreachable(
+    private_redis, world, settings, monkeypatch
+):
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "1/min", raising=False)
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{free_port()}/1"}
+    }
+    agent = world.client("agent")
+
+    statuses = [agent.get("/api/v1/policy").status_code for _ in range(3)]
+
+    assert statuses == [200, 200, 200]
+    assert cache.stats["throttle_failures"] == 1  # then a cooldown: Redis is not asked again
+
+
+def test_a_remembered_agent_key_costs_one_query_and_is_refused_once_revoked(
+    private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    agent = world.client("agent")
+    assert agent.get("/api/v1/policy").status_code == 200
+    with django_assert_num_queries(2):  # is the key live (and its labels), the policy
+        assert agent.get("/api/v1/policy").status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.api_key_revoke(key=_key_row(world.keys["agent"]))
+    refused = agent.get("/api/v1/policy")
+
+    assert refused.status_code == 401
+    assert keys._remembered == {}
+
+
+def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_request(
+    private_redis, world
+):
+    agent = world.client("agent")
+    assert agent.get("/api/v1/policy").status_code == 200
+    assert len(keys._remembered) == 1
+
+    ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
+
+    assert agent.get("/api/v1/policy").status_code == 401
+
+
+def test_labels_taken_from_a_remembered_key_are_the_current_ones(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included."""
+    subject = dana(world)
+    finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
+    invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject, "Finance desk", source=invoice, by=finance)
+    assert_active(version)
+    row = _key_row(world.keys["agent"])
+    ApiKey.objects.filter(pk=row.pk).update(labels=["staff", "finance"])
+    agent = world.client("agent")
+    before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+
+    ApiKey.objects.filter(pk=row.pk).update(labels=["staff"])
+    after = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+
+    assert addresses(before) == ["Finance desk"]
+    assert addresses(after) == []
+    assert len(keys._remembered) == 1
+
+
+def test_person_keys_are_loaded_whole_on_every_request(private_redis, world):
+    """A person's is_active and permissions must be current: their keys are not kept."""
+    rita = world.client("rita")
+
+    statuses = [rita.get("/api/v1/policy").status_code for _ in range(2)]
+
+    assert statuses == [200, 200]
+    assert keys._remembered == {}
