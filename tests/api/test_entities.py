@@ -1,0 +1,158 @@
+"""Entities have stable ids; names and aliases are attributes with evidence, never
+identifiers. An ambiguous mention is never merged (DESIGN.md, seed 002)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Alias
+from tests.api.support import Written, assert_problem, create_entity, record_source
+
+
+def _match(world, name: str, kind: str | None = None):
+    body = {"name": name} if kind is None else {"name": name, "kind": kind}
+    response = world.client("agent").post("/api/v1/entities/match", body, "json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_creating_an_entity_gives_a_stable_id_and_keeps_its_aliases(world):
+    body = {
+        "kind": "customer",
+        "name": "Dana Kim",
+        "aliases": ["D. Kim", "Dana"],
+        "external_ref": "C-7",
+    }
+
+    response = world.client("agent").post("/api/v1/entities", body, "json")
+
+    assert response.status_code == 201
+    entity = response.json()
+    assert entity["id"].startswith("ent_")
+    assert (entity["kind"], entity["name"], entity["external_ref"]) == (
+        "customer",
+        "Dana Kim",
+        "C-7",
+    )
+    assert sorted(entity["aliases"]) == ["D. Kim", "Dana"]
+    assert world.client("nora").get(f"/api/v1/entities/{entity['id']}").json() == entity
+
+
+def test_aliases_that_differ_only_by_case_are_kept_once(world):
+    body = {"kind": "customer", "name": "Dana Kim", "aliases": ["Dana", "dana", " DANA ", "DK"]}
+
+    response = world.client("agent").post("/api/v1/entities", body, "json")
+
+    assert response.status_code == 201
+    assert response.json()["aliases"] == ["Dana", "DK"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"name": "Dana"}, "kind"),
+        ({"kind": "customer"}, "name"),
+        ({"kind": "customer", "name": ""}, "name"),
+        ({"kind": "customer", "name": "x" * 201}, "name"),
+        ({"kind": "customer", "name": "Dana", "aliases": "Dana"}, "aliases"),
+        ({"kind": "customer", "name": {"first": "Dana"}}, "name"),
+    ],
+)
+def test_an_invalid_entity_is_a_422_naming_the_field(world, body, field: str):
+    given = Written.now()
+
+    response = world.client("agent").post("/api/v1/entities", body, "json")
+
+    problem = assert_problem(response, 422)
+    assert any(name == field or name.startswith(f"{field}.") for name in problem["errors"])
+    assert Written.now() == given
+
+
+def test_an_alias_is_added_with_the_source_that_says_so(world):
+    agent = world.client("agent")
+    dana = create_entity(agent, "Dana Kim")
+    said = record_source(agent, "message", "Call me DK.")
+
+    response = agent.post(
+        f"/api/v1/entities/{dana}/aliases", {"alias": "DK", "source": said}, "json"
+    )
+
+    assert response.status_code == 201
+    assert response.json()["aliases"] == ["DK"]
+    assert Alias.objects.get(entity_id=dana).source_id == said
+
+
+def test_the_same_alias_twice_is_a_422(world):
+    agent = world.client("agent")
+    dana = create_entity(agent, "Dana Kim", aliases=["DK"])
+
+    response = agent.post(f"/api/v1/entities/{dana}/aliases", {"alias": "dk"}, "json")
+
+    assert_problem(response, 422, "alias")
+    assert Alias.objects.filter(entity_id=dana).count() == 1
+
+
+def test_an_alias_citing_an_unknown_source_is_a_422(world):
+    agent = world.client("agent")
+    dana = create_entity(agent, "Dana Kim")
+
+    response = agent.post(
+        f"/api/v1/entities/{dana}/aliases", {"alias": "DK", "source": "src_nothing"}, "json"
+    )
+
+    assert_problem(response, 422, "source")
+
+
+def test_one_entity_by_name_is_matched_case_insensitively(world):
+    dana = create_entity(world.client("agent"), "Dana Kim")
+
+    assert _match(world, "  dana KIM ") == {
+        "decision": "matched",
+        "candidates": [{"id": dana, "kind": "customer", "name": "Dana Kim", "matched_on": "name"}],
+    }
+
+
+def test_an_alias_matches_and_says_so(world):
+    dana = create_entity(world.client("agent"), "Dana Kim", aliases=["D. Kim"])
+
+    result = _match(world, "d. kim")
+
+    assert result["decision"] == "matched"
+    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(dana, "alias")]
+
+
+def test_two_people_called_sarah_are_ambiguous_never_merged(world):
+    """Seed 000: "Sarah" could be either; the caller must hold the mention, not guess."""
+    agent = world.client("agent")
+    first = create_entity(agent, "Sarah Lee", kind="person", aliases=["Sarah"])
+    second = create_entity(agent, "Sarah", kind="person")
+
+    result = _match(world, "sarah")
+
+    assert result["decision"] == "ambiguous"
+    assert sorted(c["id"] for c in result["candidates"]) == sorted([first, second])
+
+
+def test_the_kind_narrows_a_match(world):
+    agent = world.client("agent")
+    person = create_entity(agent, "Nova", kind="person")
+    create_entity(agent, "Nova", kind="company")
+
+    assert _match(world, "Nova")["decision"] == "ambiguous"
+    assert [c["id"] for c in _match(world, "Nova", kind="person")["candidates"]] == [person]
+
+
+def test_no_entity_is_none(world):
+    assert _match(world, "Nobody Here") == {"decision": "none", "candidates": []}
+
+
+def test_another_tenants_entities_are_never_candidates(world):
+    create_entity(world.client("zed"), "Dana Kim")
+
+    assert _match(world, "Dana Kim")["decision"] == "none"
+
+
+def test_match_needs_a_name(world):
+    response = world.client("agent").post("/api/v1/entities/match", {"kind": "person"}, "json")
+
+    assert_problem(response, 422, "name")

@@ -1,0 +1,154 @@
+"""Liveness, readiness and the OpenAPI description: what an operator's probes and an
+integrator's code generator rely on (API.md, Health and schema)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from config import health
+
+OPENAPI_JSON = "application/vnd.oai.openapi+json"
+
+# Every operation of API.md, with its path parameters written as {}.
+CONTRACT = [
+    ("post", "/api/v1/sources"),
+    ("get", "/api/v1/sources/{}"),
+    ("post", "/api/v1/sources/{}/revoke"),
+    ("post", "/api/v1/entities"),
+    ("get", "/api/v1/entities/{}"),
+    ("post", "/api/v1/entities/{}/aliases"),
+    ("post", "/api/v1/entities/match"),
+    ("post", "/api/v1/memories"),
+    ("get", "/api/v1/memories"),
+    ("get", "/api/v1/memories/{}"),
+    ("get", "/api/v1/memories/{}/versions"),
+    ("post", "/api/v1/memories/{}/versions"),
+    ("get", "/api/v1/memories/{}/versions/{}"),
+    ("post", "/api/v1/memories/{}/approve"),
+    ("post", "/api/v1/memories/{}/reject"),
+    ("post", "/api/v1/memories/{}/retire"),
+    ("post", "/api/v1/memories/{}/recheck"),
+    ("post", "/api/v1/memories/{}/scenarios"),
+    ("get", "/api/v1/memories/{}/checks"),
+    ("post", "/api/v1/memories/{}/link-subject"),
+    ("post", "/api/v1/resolve"),
+    ("get", "/api/v1/tasks/{}"),
+    ("get", "/api/v1/policy"),
+    ("post", "/api/v1/policy"),
+    ("post", "/api/v1/policy/revalidate"),
+    ("get", "/api/v1/revalidations/{}"),
+    ("get", "/api/v1/audit"),
+    ("get", "/api/v1/audit/verify"),
+]
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker) -> dict[str, Any]:
+    with django_db_blocker.unblock():
+        response = APIClient().get("/api/schema/", HTTP_ACCEPT=OPENAPI_JSON)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith(OPENAPI_JSON)
+    return dict(response.json())
+
+
+def _operations(schema: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (method, re.sub(r"\{[^}]+\}", "{}", path))
+        for path, item in schema["paths"].items()
+        for method in item
+        if method in {"get", "post", "put", "patch", "delete"}
+    }
+
+
+def test_the_schema_is_openapi_3(schema):
+    assert schema["openapi"].startswith("3.")
+    assert schema["info"]["title"] == "Memgov API"
+
+
+@pytest.mark.parametrize(("method", "path"), CONTRACT, ids=[f"{m} {p}" for m, p in CONTRACT])
+def test_the_schema_describes_every_operation_of_the_contract(schema, method: str, path: str):
+    assert (method, path) in _operations(schema)
+
+
+def test_the_schema_offers_no_write_to_an_immutable_source(schema):
+    assert {m for m, p in _operations(schema) if p == "/api/v1/sources/{}"} == {"get"}
+
+
+def test_the_correction_operation_documents_if_match(schema):
+    operation = schema["paths"]["/api/v1/memories/{memory_id}/versions"]["post"]
+
+    headers = [p for p in operation["parameters"] if p["in"] == "header"]
+    assert [(h["name"], h["required"]) for h in headers] == [("If-Match", True)]
+
+
+def test_operation_ids_are_unique(schema):
+    ids = [op["operationId"] for item in schema["paths"].values() for op in item.values()]
+
+    assert len(ids) == len(set(ids))
+
+
+def test_the_schema_is_served_as_yaml_by_default(db):
+    response = APIClient().get("/api/schema/")
+
+    assert response.status_code == 200
+    assert response.content.startswith(b"openapi: 3.")
+
+
+def test_the_docs_page_renders_for_the_schema(db):
+    response = APIClient().get("/api/docs/")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    assert b"swagger-ui" in response.content
+    assert b"/api/schema/" in response.content
+
+
+def test_healthz_needs_no_database(client):
+    """Liveness says the process answers, even when nothing else does."""
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_names_every_check_when_all_answer(client, db):
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checked": ["database", "cache", "broker"]}
+
+
+def _down() -> bool:
+    raise ConnectionError("connection refused")
+
+
+@pytest.mark.parametrize("failing", ["database", "cache", "broker"])
+def test_readyz_is_a_503_naming_the_dependency_that_does_not_answer(
+    client, db, monkeypatch, failing: str
+):
+    monkeypatch.setattr(health, f"_{failing}_ok", _down)
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "failing": failing}
+
+
+def test_readyz_reports_a_check_that_answers_wrongly(client, db, monkeypatch):
+    monkeypatch.setattr(health, "_cache_ok", lambda: False)
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json()["failing"] == "cache"
+
+
+def test_readyz_names_the_first_of_several_failures(client, db, monkeypatch):
+    monkeypatch.setattr(health, "_cache_ok", _down)
+    monkeypatch.setattr(health, "_broker_ok", _down)
+
+    assert client.get("/readyz").json()["failing"] == "cache"
