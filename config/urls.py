@@ -17,6 +17,7 @@ urlpatterns = [
     re_path(r"^api/", problems.api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("approvals.urls_dashboard")),
 ]
 
 handler400 = "config.problems.bad_request"

@@ -1,0 +1,155 @@
+"""Django admin for the review models, and the helpers every Memgov admin shares.
+
+Governed data is read-only here: versions, sources, approvals, check results and audit
+events change only through services. Status changes are admin actions that call those
+services as the logged-in admin user, so authority, audit and notifications are exactly
+those of the dashboard; a refusal shows as an admin error message, never a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from approvals.models import (
+    Approval,
+    CheckResult,
+    Notification,
+    Revalidation,
+    ScopeValueGroupObjectPermission,
+    ScopeValueUserObjectPermission,
+    TenantGroupObjectPermission,
+    TenantUserObjectPermission,
+)
+from memory.errors import DomainError
+from memory.principals import Principal, principal_for_user
+
+M = TypeVar("M", bound=Model)
+
+if TYPE_CHECKING:
+    ModelAdminBase = admin.ModelAdmin[Any]
+    TabularInlineBase = admin.TabularInline[Any, Any]
+else:  # the admin classes are generic only in django-stubs
+    ModelAdminBase = admin.ModelAdmin
+    TabularInlineBase = admin.TabularInline
+
+
+class ReadOnlyAdmin(ModelAdminBase):
+    """Immutable or service-owned rows: look, never edit, add or delete."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def admin_principal(modeladmin: admin.ModelAdmin[Any], request: HttpRequest) -> Principal | None:
+    user = request.user
+    principal = principal_for_user(user) if user.is_authenticated else None
+    if principal is None:
+        modeladmin.message_user(
+            request,
+            "Your admin account is not a member of a tenant, so it cannot act on memory. "
+            "Create a member with manage.py create_user and grant it the permission.",
+            messages.ERROR,
+        )
+    return principal
+
+
+def run_service(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    objects: Iterable[M],
+    act: Callable[[Principal, M], str],
+) -> None:
+    """Call the service once per selected row; each refusal becomes its own message."""
+    principal = admin_principal(modeladmin, request)
+    if principal is None:
+        return
+    for obj in objects:
+        try:
+            done = act(principal, obj)
+        except DomainError as exc:
+            modeladmin.message_user(request, f"{obj}: {exc.detail}", messages.ERROR)
+        else:
+            modeladmin.message_user(request, f"{obj}: {done}", messages.SUCCESS)
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+def with_reason(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[M],
+    title: str,
+    act: Callable[[Principal, M, str], str],
+) -> TemplateResponse | None:
+    """An intermediate page asks why (retire, reject, revoke), then runs the service."""
+    form = ReasonForm(request.POST if "apply" in request.POST else None)
+    if form.is_bound and form.is_valid():
+        reason = form.cleaned_data["reason"]
+        run_service(modeladmin, request, queryset, lambda p, obj: act(p, obj, reason))
+        return None
+    return TemplateResponse(
+        request,
+        "dashboard/admin_reason.html",
+        {
+            **modeladmin.admin_site.each_context(request),
+            "title": title,
+            "objects": list(queryset),
+            "form": form,
+            "action": request.POST.get("action", ""),
+            "opts": modeladmin.model._meta,
+        },
+    )
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyAdmin):
+    list_display = ("version", "reviewer", "decision", "at")
+    list_filter = ("decision",)
+    search_fields = ("version__item__id", "reviewer__username")
+    list_select_related = ("version", "reviewer")
+
+
+@admin.register(CheckResult)
+class CheckResultAdmin(ReadOnlyAdmin):
+    list_display = ("version", "run", "outcome", "policy_version", "ran_at")
+    list_filter = ("run", "outcome")
+    search_fields = ("version__item__id",)
+    list_select_related = ("version",)
+
+
+@admin.register(Revalidation)
+class RevalidationAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "status", "done", "total", "failed", "started_at")
+    list_filter = ("status", "tenant")
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ("event", "recipient", "tenant", "claimed_at", "sent_at")
+    search_fields = ("event", "recipient__username")
+
+
+@admin.register(TenantUserObjectPermission, TenantGroupObjectPermission)
+class TenantPermissionAdmin(ReadOnlyAdmin):
+    """Grants are made with ``create_user --grant`` (audited), not here."""
+
+    list_display = ("__str__", "content_object", "permission")
+
+
+@admin.register(ScopeValueUserObjectPermission, ScopeValueGroupObjectPermission)
+class ScopeValuePermissionAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "content_object", "permission")

@@ -1,0 +1,63 @@
+"""The audit trail for people with ``view_audit``: filters, and a chain verification."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from approvals.dashboard.access import dashboard_view, page_context
+from approvals.forms import AuditFilterForm
+from approvals.permissions import has_tenant_permission
+from audit.selectors import ChainVerification, audit_events, audit_verify
+from memory.errors import Forbidden
+from memory.principals import Principal
+
+PAGE_SIZE = 100
+
+
+def require_view_audit(principal: Principal) -> None:
+    if not has_tenant_permission(principal, "view_audit"):
+        raise Forbidden("Reading the audit trail needs the view_audit permission.")
+
+
+def _render(
+    request: HttpRequest, principal: Principal, verdict: ChainVerification | None = None
+) -> HttpResponse:
+    form = AuditFilterForm(request.GET or None)
+    data = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    events = audit_events(
+        tenant=principal.tenant,
+        target=data.get("target") or None,
+        actor=data.get("actor") or None,
+        action=data.get("action") or None,
+        since=data.get("since"),
+    ).order_by("-seq")
+    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "dashboard/audit.html",
+        page_context(principal, form=form, page=page, query=query.urlencode(), verdict=verdict),
+        status=422 if form.is_bound and not form.is_valid() else 200,
+    )
+
+
+@require_GET
+@dashboard_view
+def audit_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    require_view_audit(principal)
+    return _render(request, principal)
+
+
+@require_POST
+@dashboard_view
+def audit_verify_view(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """Walk the chain now; htmx swaps the verdict in, a plain form post gets the page."""
+    require_view_audit(principal)
+    verdict = audit_verify(tenant=principal.tenant)
+    if request.headers.get("HX-Request") != "true":
+        return _render(request, principal, verdict)
+    return render(request, "dashboard/_audit_verify.html", page_context(principal, verdict=verdict))

@@ -1,0 +1,110 @@
+"""Entities and the queue of unresolved mentions: a reviewer links a held item's mention
+to one entity (ambiguous mentions are never merged automatically)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from approvals import services
+from approvals.dashboard.access import (
+    Oversight,
+    dashboard_memory,
+    dashboard_view,
+    error_page,
+    page_context,
+)
+from approvals.dashboard.browse import entity_choices
+from approvals.forms import LinkSubjectForm
+from memory.errors import DomainError, NotFound
+from memory.models import Entity, MemoryVersion, Status
+from memory.principals import Principal
+from memory.selectors import entity_match
+
+ENTITY_PAGE = 200
+
+
+@dataclass(frozen=True)
+class HeldItem:
+    version: MemoryVersion
+    candidates: list[tuple[Entity, str]]
+
+
+def held_items(principal: Principal) -> list[HeldItem]:
+    """Held heads this reviewer may link, with the entities their mention matches."""
+    oversight = Oversight.load(principal)
+    held = (
+        MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.HELD_UNRESOLVED)
+        .select_related("item", "owner")
+        .order_by("status_changed_at", "pk")
+    )
+    rows = []
+    for version in held:
+        if version.number != version.item.head_version or not oversight.sees(version):
+            continue
+        if not services.may_review(principal, version):
+            continue
+        mention = version.item.subject_mention
+        rows.append(HeldItem(version, entity_match(principal=principal, name=mention, kind=None)))
+    return rows
+
+
+def _render(request: HttpRequest, principal: Principal, status: int = 200) -> HttpResponse:
+    q = request.GET.get("q", "").strip()
+    entities = Entity.objects.filter(tenant=principal.tenant)
+    if q:
+        entities = entities.filter(Q(name__icontains=q) | Q(aliases__alias__icontains=q))
+    entities = (
+        entities.annotate(memories=Count("memory_items", distinct=True))
+        .prefetch_related("aliases")
+        .order_by("name", "pk")
+        .distinct()
+    )
+    return render(
+        request,
+        "dashboard/entities.html",
+        page_context(
+            principal,
+            held=held_items(principal),
+            entities=entities[:ENTITY_PAGE],
+            all_entities=entity_choices(principal),
+            q=q,
+            link_form=LinkSubjectForm(),
+        ),
+        status=status,
+    )
+
+
+@require_GET
+@dashboard_view
+def entities_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    return _render(request, principal)
+
+
+@require_POST
+@dashboard_view
+def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    item, _ = dashboard_memory(principal, Oversight.load(principal), memory_id)
+    form = LinkSubjectForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose the entity the mention refers to.")
+        return _render(request, principal, status=422)
+    try:
+        version = services.memory_link_subject(
+            principal=principal, item=item, subject_id=form.cleaned_data["subject"]
+        )
+    except NotFound as exc:
+        return error_page(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        return _render(request, principal, status=exc.status)
+    messages.success(
+        request, f"{memory_id} now refers to {version.subject_id}; it is {version.status}."
+    )
+    return redirect(reverse("dashboard:entities"))

@@ -1,0 +1,324 @@
+"""The item page: everything a reviewer needs to decide, and the decisions themselves.
+
+Every action is a POST that calls one service; a refusal (403), a race lost to another
+reviewer (409) or an item that vanished from view (404) comes back as a message on the
+page with that status, and success redirects (post/redirect/get)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRefresh
+
+from approvals import forms as dashboard_forms
+from approvals import services
+from approvals.dashboard.access import (
+    Oversight,
+    dashboard_memory,
+    dashboard_view,
+    error_page,
+    page_context,
+)
+from approvals.dashboard.history import lineage_timeline, version_diff
+from approvals.lifecycle import IN_USE_OR_OPEN
+from approvals.models import Approval, CheckResult
+from approvals.permissions import has_scope_authority
+from audit.selectors import audit_events
+from memory.errors import DomainError, NotFound
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryKind, MemoryVersion, Scenario, Status
+from memory.principals import Principal
+from memory.selectors import access_source, memory_versions
+from memory.serializers import checks_summary
+
+POLL_SECONDS = 2
+
+
+@dataclass(frozen=True)
+class CheckGroup:
+    run: str
+    policy_version: str
+    results: tuple[CheckResult, ...]
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.results if r.outcome == CheckResult.Outcome.FAILED)
+
+    @property
+    def passed(self) -> int:
+        return len(self.results) - self.failed
+
+
+def check_groups(version: MemoryVersion) -> list[CheckGroup]:
+    """Results per (run, policy version), the latest run first."""
+    groups: dict[tuple[str, str], list[CheckResult]] = {}
+    for result in version.checks.all():
+        groups.setdefault((result.run, result.policy_version), []).append(result)
+    ordered = sorted(groups.items(), key=lambda kv: max(r.ran_at for r in kv[1]), reverse=True)
+    return [CheckGroup(run, policy, tuple(rows)) for (run, policy), rows in ordered]
+
+
+def impact_of(version: MemoryVersion) -> list[dict[str, Any]]:
+    """Winners that activation would change (from the regression scenarios of the last run)."""
+    groups = check_groups(version)
+    return [entry for r in (groups[0].results if groups else ()) for entry in r.impact]
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What to offer; the services still decide (a stale page gets a 403 or 409)."""
+
+    decide: bool
+    retire: bool
+    recheck: bool
+    scenarios: bool
+    revoke: bool
+    already_decided: bool
+    is_proposer: bool
+
+
+def abilities(principal: Principal, head: MemoryVersion) -> Abilities:
+    user = principal.user
+    assert user is not None  # noqa: S101 - dashboard principals are people
+    reviewer = services.may_review(principal, head)
+    proposer = principal.name == head.proposed_by or head.proposer_user_id == user.pk
+    decided = any(a.reviewer_id == user.pk for a in head.approvals.all())
+    owner_of_preference = head.kind == MemoryKind.PREFERENCE and head.owner_id == user.pk
+    retire = owner_of_preference or has_scope_authority(principal, "retire_memory", head.scope)
+    return Abilities(
+        decide=head.status == Status.PENDING_REVIEW and reviewer and not proposer and not decided,
+        retire=retire and head.status in IN_USE_OR_OPEN,
+        recheck=reviewer and head.status == Status.CHECKS_FAILED,
+        scenarios=(reviewer or head.owner_id == user.pk) and head.status in OPEN_STATUSES,
+        revoke=retire,
+        already_decided=decided,
+        is_proposer=proposer,
+    )
+
+
+def _sources_in_order(head: MemoryVersion) -> list[Any]:
+    found = {s.pk: s for s in head.sources.all()}
+    return [found[pk] for pk in head.source_ids if pk in found]
+
+
+def item_context(
+    principal: Principal,
+    oversight: Oversight,
+    item: MemoryItem,
+    head: MemoryVersion,
+    bound: dict[str, forms.Form] | None = None,
+) -> dict[str, Any]:
+    versions = list(memory_versions(item))
+    previous = next((v for v in versions if v.number == head.number - 1), None)
+    blank: dict[str, forms.Form] = {
+        "approve_form": dashboard_forms.ApproveForm(),
+        "reject_form": dashboard_forms.RejectForm(),
+        "retire_form": dashboard_forms.RetireForm(),
+        "scenario_form": dashboard_forms.ScenarioForm(),
+        "revoke_form": dashboard_forms.RevokeSourceForm(),
+    }
+    events = (
+        list(audit_events(tenant=principal.tenant, target=item.pk).order_by("-seq")[:50])
+        if oversight.has("view_audit")
+        else None
+    )
+    return page_context(
+        principal,
+        item=item,
+        head=head,
+        value_json=json.dumps(head.value, indent=2, ensure_ascii=False),
+        previous=previous,
+        diff=version_diff(previous, head),
+        versions=versions,
+        timeline=lineage_timeline(versions, timezone.now()),
+        sources=_sources_in_order(head),
+        approvals=list(head.approvals.all()),
+        approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),
+        checks=checks_summary(head),
+        check_groups=check_groups(head),
+        impact=impact_of(head),
+        scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
+        can=abilities(principal, head),
+        events=events,
+        poll_seconds=POLL_SECONDS,
+        **{**blank, **(bound or {})},
+    )
+
+
+def render_item(
+    request: HttpRequest,
+    principal: Principal,
+    memory_id: str,
+    *,
+    status: int = 200,
+    bound: dict[str, forms.Form] | None = None,
+) -> HttpResponse:
+    oversight = Oversight.load(principal)
+    item, head = dashboard_memory(principal, oversight, memory_id)
+    context = item_context(principal, oversight, item, head, bound)
+    return render(request, "dashboard/item.html", context, status=status)
+
+
+@require_GET
+@dashboard_view
+def item_page(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return render_item(request, principal, memory_id)
+
+
+@require_GET
+@dashboard_view
+def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    """Polled while the checks run; once they finish, the whole page reloads so that the
+    status, the forms and the timeline all show the outcome."""
+    oversight = Oversight.load(principal)
+    item, head = dashboard_memory(principal, oversight, memory_id)
+    if request.GET.get("was") == Status.CHECKING and head.status != Status.CHECKING:
+        return HttpResponseClientRefresh()
+    context = page_context(
+        principal,
+        item=item,
+        head=head,
+        checks=checks_summary(head),
+        check_groups=check_groups(head),
+        poll_seconds=POLL_SECONDS,
+    )
+    return render(request, "dashboard/_live.html", context)
+
+
+Action = Callable[[Principal, MemoryItem, dict[str, Any]], str]
+
+
+def _perform(
+    request: HttpRequest,
+    principal: Principal,
+    memory_id: str,
+    form_name: str,
+    form_class: type[forms.Form],
+    action: Action,
+) -> HttpResponse:
+    oversight = Oversight.load(principal)
+    item, _ = dashboard_memory(principal, oversight, memory_id)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Please correct the form below.")
+        return render_item(request, principal, memory_id, status=422, bound={form_name: form})
+    try:
+        done = action(principal, item, form.cleaned_data)
+    except NotFound as exc:
+        return error_page(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        return render_item(request, principal, memory_id, status=exc.status)
+    messages.success(request, done)
+    return redirect(reverse("dashboard:item", args=[memory_id]), permanent=False)
+
+
+def _approve(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    version = services.version_approve(principal=principal, item=item, comment=data["comment"])
+    if version.status == Status.CHECKING:
+        return "Approved. Every approval is in: the scenario checks are running."
+    given = Approval.objects.filter(version=version, decision="approve").count()
+    return f"Approved ({given} of {version.approvals_required}). Waiting for another reviewer."
+
+
+def _reject(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    services.version_reject(principal=principal, item=item, reason=data["reason"])
+    return "Rejected. It will never be used."
+
+
+def _retire(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    flagged = services.memory_retire(
+        principal=principal, item=item, reason=data["reason"], in_flight=data["in_flight"]
+    )
+    tasks = f" {len(flagged)} task(s) must re-verify: {', '.join(flagged)}." if flagged else ""
+    return f"Retired. Resolve no longer returns it.{tasks}"
+
+
+def _recheck(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    services.version_recheck(principal=principal, item=item)
+    return "The scenario checks are running again."
+
+
+def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    services.scenario_add(principal=principal, item=item, data=data)
+    return "Scenario added; it runs with the next checks."
+
+
+@require_POST
+@dashboard_view
+def approve(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "approve_form", dashboard_forms.ApproveForm, _approve
+    )
+
+
+@require_POST
+@dashboard_view
+def reject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "reject_form", dashboard_forms.RejectForm, _reject
+    )
+
+
+@require_POST
+@dashboard_view
+def retire(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "retire_form", dashboard_forms.RetireForm, _retire
+    )
+
+
+@require_POST
+@dashboard_view
+def recheck(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(request, principal, memory_id, "recheck_form", forms.Form, _recheck)
+
+
+@require_POST
+@dashboard_view
+def add_scenario(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "scenario_form", dashboard_forms.ScenarioForm, _scenario
+    )
+
+
+@require_POST
+@dashboard_view
+def revoke_source(request: HttpRequest, principal: Principal, source_id: str) -> HttpResponse:
+    """Revoke from the evidence list of an item; back to that item (by id, never a URL)."""
+    memory_id = request.POST.get("memory", "")
+    source = access_source(principal, source_id)
+    form = dashboard_forms.RevokeSourceForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Say why the source is revoked.")
+        if memory_id:
+            return render_item(
+                request, principal, memory_id, status=422, bound={"revoke_form": form}
+            )
+        return redirect(reverse("dashboard:queue"))
+    try:
+        affected = services.source_revoke(
+            principal=principal, source=source, reason=form.cleaned_data["reason"]
+        )
+    except NotFound as exc:
+        return error_page(request, exc)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        if memory_id:
+            return render_item(request, principal, memory_id, status=exc.status)
+        return error_page(request, exc)
+    messages.success(
+        request, f"Source {source.pk} revoked; retired: {', '.join(affected) or 'nothing'}."
+    )
+    if memory_id:
+        return redirect(reverse("dashboard:item", args=[memory_id]))
+    return redirect(reverse("dashboard:queue"))

@@ -1,0 +1,127 @@
+"""The resolution policy: the current precedence, publishing a new one, re-validation."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from approvals.checking import revalidation_start
+from approvals.dashboard.access import dashboard_view, page_context
+from approvals.forms import PolicyForm, RevalidateForm
+from approvals.models import Revalidation
+from approvals.permissions import has_tenant_permission
+from memory.errors import DomainError, Forbidden, NotFound
+from memory.models import Policy
+from memory.principals import Principal
+from memory.selectors import current_policy
+from memory.services import policy_publish
+
+POLL_SECONDS = 2
+JOBS_SHOWN = 10
+
+
+def _form_for(policy: Policy) -> PolicyForm:
+    precedence = policy.precedence
+    return PolicyForm(
+        initial={
+            name: ", ".join(precedence.get(name, []))
+            for name in ("order", "kind_rank", "verification_rank")
+        }
+    )
+
+
+def _render(
+    request: HttpRequest,
+    principal: Principal,
+    *,
+    status: int = 200,
+    policy_form: forms.Form | None = None,
+    revalidate_form: forms.Form | None = None,
+) -> HttpResponse:
+    policy = current_policy(principal.tenant)
+    jobs = Revalidation.objects.filter(tenant=principal.tenant).order_by("-started_at", "-pk")
+    return render(
+        request,
+        "dashboard/policy.html",
+        page_context(
+            principal,
+            policy=policy,
+            history=Policy.objects.filter(tenant=principal.tenant).order_by("-version")[:20],
+            jobs=jobs[:JOBS_SHOWN],
+            can_manage=has_tenant_permission(principal, "manage_policy"),
+            policy_form=policy_form or _form_for(policy),
+            revalidate_form=revalidate_form or RevalidateForm(),
+            poll_seconds=POLL_SECONDS,
+        ),
+        status=status,
+    )
+
+
+@require_GET
+@dashboard_view
+def policy_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    return _render(request, principal)
+
+
+def _require_manage_policy(principal: Principal) -> None:
+    if not has_tenant_permission(principal, "manage_policy"):
+        raise Forbidden("This needs the manage_policy permission.")
+
+
+@require_POST
+@dashboard_view
+def publish(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """Publish, then re-run the checks of every active item under the new policy."""
+    _require_manage_policy(principal)
+    form = PolicyForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Please correct the policy form.")
+        return _render(request, principal, status=422, policy_form=form)
+    reason = form.cleaned_data["reason"]
+    try:
+        policy = policy_publish(principal=principal, precedence=form.precedence(), reason=reason)
+    except DomainError as exc:
+        messages.error(request, exc.detail)
+        return _render(request, principal, status=exc.status, policy_form=form)
+    revalidation_start(
+        tenant=principal.tenant,
+        actor=principal.name,
+        reason=f"policy {policy.version} published: {reason}",
+    )
+    messages.success(
+        request, f"Policy {policy.version} published; every active item is being re-checked."
+    )
+    return redirect(reverse("dashboard:policy"))
+
+
+@require_POST
+@dashboard_view
+def revalidate(request: HttpRequest, principal: Principal) -> HttpResponse:
+    _require_manage_policy(principal)
+    form = RevalidateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Say what changed.")
+        return _render(request, principal, status=422, revalidate_form=form)
+    revalidation_start(
+        tenant=principal.tenant, actor=principal.name, reason=form.cleaned_data["reason"]
+    )
+    messages.success(request, "Re-validation started.")
+    return redirect(reverse("dashboard:policy"))
+
+
+@require_GET
+@dashboard_view
+def revalidation_progress(request: HttpRequest, principal: Principal, job_id: str) -> HttpResponse:
+    """The polled progress bar of one job; it stops polling when the job is done."""
+    job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No revalidation {job_id}.")
+    return render(
+        request,
+        "dashboard/_revalidation.html",
+        page_context(principal, job=job, poll_seconds=POLL_SECONDS),
+    )

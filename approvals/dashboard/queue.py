@@ -1,0 +1,90 @@
+"""The queue: what this reviewer may decide now, oldest first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from approvals.dashboard.access import Oversight, dashboard_view, page_context
+from approvals.services import may_review
+from memory.models import MemoryVersion, Status
+from memory.principals import Principal
+from memory.selectors import versions_with_details
+from memory.serializers import checks_summary
+
+QUEUE_LIMIT = 200
+REFRESH_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    version: MemoryVersion
+    waiting_since: datetime
+    approvals_given: int
+    checks: dict[str, Any]
+
+
+def _decided_by(version: MemoryVersion, user_id: int) -> bool:
+    return any(a.reviewer_id == user_id for a in version.approvals.all())
+
+
+def _is_proposer(principal: Principal, version: MemoryVersion) -> bool:
+    user = principal.user
+    return principal.name == version.proposed_by or (
+        user is not None and version.proposer_user_id == user.pk
+    )
+
+
+def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
+    """(to decide, decided by me and waiting for others): pending heads the reviewer may
+    decide per ``may_review``, never their own proposals."""
+    oversight = Oversight.load(principal)
+    user = principal.user
+    assert user is not None  # noqa: S101 - dashboard principals are people
+    pending = versions_with_details(
+        MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.PENDING_REVIEW)
+    ).order_by("status_changed_at", "pk")
+    mine: list[QueueRow] = []
+    waiting: list[QueueRow] = []
+    for version in pending:
+        if len(mine) >= QUEUE_LIMIT:
+            break
+        # The cheap, per-request filter first; the service's rule decides.
+        if not oversight.sees(version) or not oversight.over_scope(version.scope):
+            continue
+        if _is_proposer(principal, version) or not may_review(principal, version):
+            continue
+        approvals = [a for a in version.approvals.all() if a.decision == "approve"]
+        row = QueueRow(version, version.status_changed_at, len(approvals), checks_summary(version))
+        (waiting if _decided_by(version, user.pk) else mine).append(row)
+    return mine, waiting[:QUEUE_LIMIT]
+
+
+def _queue_context(principal: Principal) -> dict[str, Any]:
+    mine, waiting = review_queue(principal)
+    return page_context(
+        principal,
+        rows=mine,
+        waiting=waiting,
+        now=timezone.now(),
+        refresh_seconds=REFRESH_SECONDS,
+    )
+
+
+@require_GET
+@dashboard_view
+def queue_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    return render(request, "dashboard/queue.html", _queue_context(principal))
+
+
+@require_GET
+@dashboard_view
+def queue_rows(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """The htmx refresh of the queue table."""
+    return render(request, "dashboard/_queue_rows.html", _queue_context(principal))

@@ -1,0 +1,169 @@
+"""Dashboard forms: input shapes only; the rules live in the services they feed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from memory.models import MemoryKind, Scenario, Status
+from memory.rules import DIMENSION_RE
+
+TIME_HELP = "UTC. Leave empty for now."
+
+
+def parse_context(text: str) -> dict[str, str]:
+    """``project=P-9, supplier=S-17`` (commas or new lines) → a scope or context mapping."""
+    result: dict[str, str] = {}
+    for part in text.replace("\n", ",").split(","):
+        if not part.strip():
+            continue
+        dim, sep, value = part.partition("=")
+        dim, value = dim.strip(), value.strip()
+        if not sep or not value:
+            raise forms.ValidationError(f"“{part.strip()}” is not dimension=value")
+        if not DIMENSION_RE.match(dim):
+            raise forms.ValidationError(
+                f"“{dim}” is not a dimension (lower case letters, digits, _; 32 at most)"
+            )
+        if dim in result:
+            raise forms.ValidationError(f"“{dim}” is given twice")
+        result[dim] = value
+    return result
+
+
+def format_context(mapping: dict[str, str]) -> str:
+    return ", ".join(f"{dim}={value}" for dim, value in mapping.items())
+
+
+class ContextField(forms.CharField):
+    """A scope or context typed as ``dim=value, dim=value``."""
+
+    def to_python(self, value: Any) -> dict[str, str]:  # type: ignore[override]
+        return parse_context(super().to_python(value) or "")
+
+
+class UtcDateTimeField(forms.DateTimeField):
+    widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"})
+
+
+class DashboardForm(forms.Form):
+    """Several forms share a page: each gets its own id prefix so labels stay unique."""
+
+    id_prefix = "id"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", f"{self.id_prefix}_%s")
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+class ApproveForm(DashboardForm):
+    id_prefix = "approve"
+    comment = forms.CharField(
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Optional: what you checked.",
+    )
+
+
+class RejectForm(DashboardForm):
+    id_prefix = "reject"
+    reason = forms.CharField(
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Required: the proposer and owner read it.",
+    )
+
+
+class RetireForm(DashboardForm):
+    id_prefix = "retire"
+    reason = forms.CharField(max_length=4000, widget=forms.Textarea(attrs={"rows": 2}))
+    in_flight = forms.ChoiceField(
+        label="Tasks that already used it",
+        choices=[
+            ("reverify", "Flag them: they must re-verify before acting"),
+            ("continue", "Leave them alone"),
+        ],
+        initial="reverify",
+    )
+
+
+class RevokeSourceForm(DashboardForm):
+    id_prefix = "revoke"
+    reason = forms.CharField(
+        max_length=2000, help_text="Every memory based on this source is retired."
+    )
+
+
+class ScenarioForm(DashboardForm):
+    id_prefix = "scenario"
+    kind = forms.ChoiceField(choices=Scenario.Kind.choices)
+    context = ContextField(
+        required=False, max_length=2000, help_text="dimension=value, separated by commas"
+    )
+    valid_at = UtcDateTimeField(required=False, help_text=TIME_HELP)
+    expect = forms.ChoiceField(choices=Scenario.Expect.choices)
+
+
+class LinkSubjectForm(forms.Form):
+    subject = forms.CharField(max_length=40, label="Entity")
+
+
+class BrowseForm(forms.Form):
+    """The memory browser's filters (GET)."""
+
+    q = forms.CharField(required=False, max_length=200, label="Statement contains")
+    subject = forms.CharField(required=False, max_length=40)
+    kind = forms.ChoiceField(required=False, choices=[("", "any"), *MemoryKind.choices])
+    status = forms.ChoiceField(required=False, choices=[("", "any"), *Status.choices])
+    scope = ContextField(required=False, max_length=500, help_text="e.g. project=P-9")
+    owner = forms.CharField(required=False, max_length=150)
+
+
+class TimeTravelForm(forms.Form):
+    """What resolve would answer for a subject, a context and the two times."""
+
+    tt_subject = forms.CharField(max_length=40, label="Subject")
+    tt_context = ContextField(
+        required=False, max_length=2000, label="Context", help_text="e.g. task=order-a"
+    )
+    tt_valid_at = UtcDateTimeField(
+        required=False, label="Valid at (world time)", help_text=TIME_HELP
+    )
+    tt_known_at = UtcDateTimeField(
+        required=False, label="Known at (system time)", help_text=TIME_HELP
+    )
+
+
+class AuditFilterForm(forms.Form):
+    target = forms.CharField(required=False, max_length=60)
+    actor = forms.CharField(required=False, max_length=150)
+    action = forms.CharField(required=False, max_length=60)
+    since = UtcDateTimeField(required=False, help_text="UTC")
+
+
+class PolicyForm(DashboardForm):
+    """The precedence as three ordered lists, strongest first."""
+
+    id_prefix = "policy"
+    order = forms.CharField(
+        max_length=500, help_text="Criteria in the order they decide, comma separated."
+    )
+    kind_rank = forms.CharField(max_length=500, help_text="Kinds, strongest first.")
+    verification_rank = forms.CharField(max_length=500, help_text="Strongest first.")
+    reason = forms.CharField(max_length=2000, help_text="Why the policy changes (audited).")
+
+    def precedence(self) -> dict[str, list[str]]:
+        return {
+            name: [part.strip() for part in self.cleaned_data[name].split(",") if part.strip()]
+            for name in ("order", "kind_rank", "verification_rank")
+        }
+
+
+class RevalidateForm(DashboardForm):
+    id_prefix = "revalidate"
+    reason = forms.CharField(
+        max_length=2000, help_text="e.g. the model, the prompt or the tools changed."
+    )

@@ -1,0 +1,34 @@
+"""The reviewer dashboard at the site root (API.md, Dashboard)."""
+
+from django.urls import path
+
+from approvals.dashboard import audit_log, browse, entities, item, overview, policy, queue
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", queue.queue_page, name="queue"),
+    path("queue/rows/", queue.queue_rows, name="queue-rows"),
+    path("memories/<str:memory_id>/", item.item_page, name="item"),
+    path("memories/<str:memory_id>/live/", item.item_live, name="item-live"),
+    path("memories/<str:memory_id>/approve/", item.approve, name="approve"),
+    path("memories/<str:memory_id>/reject/", item.reject, name="reject"),
+    path("memories/<str:memory_id>/retire/", item.retire, name="retire"),
+    path("memories/<str:memory_id>/recheck/", item.recheck, name="recheck"),
+    path("memories/<str:memory_id>/scenarios/", item.add_scenario, name="add-scenario"),
+    path("memories/<str:memory_id>/link/", entities.link_subject, name="link-subject"),
+    path("sources/<str:source_id>/revoke/", item.revoke_source, name="revoke-source"),
+    path("browse/", browse.browse_page, name="browse"),
+    path("entities/", entities.entities_page, name="entities"),
+    path("audit/", audit_log.audit_page, name="audit"),
+    path("audit/verify/", audit_log.audit_verify_view, name="audit-verify"),
+    path("policy/", policy.policy_page, name="policy"),
+    path("policy/publish/", policy.publish, name="policy-publish"),
+    path("policy/revalidate/", policy.revalidate, name="policy-revalidate"),
+    path(
+        "policy/revalidations/<str:job_id>/",
+        policy.revalidation_progress,
+        name="revalidation-progress",
+    ),
+    path("overview/", overview.overview_page, name="overview"),
+]

@@ -1,0 +1,33 @@
+"""Django admin for the audit chain and the retrieval log: read-only, always (PostgreSQL
+also refuses UPDATE and DELETE on audit events)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from approvals.admin import ReadOnlyAdmin
+from audit.models import AuditChainHead, AuditEvent, RetrievalRecord, RetrievalUse
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("tenant", "seq", "at", "actor", "action", "target_type", "target_id")
+    list_filter = ("tenant", "action")
+    search_fields = ("target_id", "actor", "action")
+
+
+@admin.register(AuditChainHead)
+class AuditChainHeadAdmin(ReadOnlyAdmin):
+    list_display = ("tenant", "last_seq", "last_hash")
+
+
+@admin.register(RetrievalRecord)
+class RetrievalRecordAdmin(ReadOnlyAdmin):
+    list_display = ("id", "tenant", "task_id", "principal", "policy_version", "retrieved_at")
+    search_fields = ("id", "task_id")
+
+
+@admin.register(RetrievalUse)
+class RetrievalUseAdmin(ReadOnlyAdmin):
+    list_display = ("task_id", "item", "version_number", "field")
+    search_fields = ("task_id", "item__id")

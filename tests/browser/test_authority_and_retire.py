@@ -1,0 +1,71 @@
+"""In the browser: what a reviewer without authority sees, and a retirement that takes
+effect for agents before the page answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from memory import services
+from tests.browser.conftest import Site, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def _resolve(site: Site, page: Any, subject: str, context: dict[str, str]) -> dict[str, Any]:
+    """What an agent is told, over the real HTTP API of the same server."""
+    tenant = site.demo.tenant
+    _, key = services.api_key_create(tenant=tenant, agent_name="checker", labels=["staff"])
+    response = page.request.post(
+        f"{site.url}/api/v1/resolve",
+        headers={"Authorization": f"Bearer {key}"},
+        data={"subject": subject, "fields": ["delivery_address"], "context": context},
+    )
+    assert response.status == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_a_reviewer_without_authority_neither_sees_the_item_nor_opens_it(site: Site) -> None:
+    order_a = site.demo.items["order_a"]
+    page = site.page()
+    site.sign_in(page, "omar")
+
+    queue = page.locator("table.queue")
+    expect(queue).to_contain_text("Renewals of project P-9")
+    expect(queue).not_to_contain_text("Order order-a goes to Dana's office.")
+    screenshot(page, "queue_omar")
+
+    response = page.goto(f"{site.url}/memories/{order_a}/")
+
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    expect(page.locator("main")).not_to_contain_text("Dana's office")
+    screenshot(page, "not_found_omar")
+
+
+def test_retiring_from_the_item_page_stops_resolve_returning_it(site: Site) -> None:
+    dana_home = site.demo.items["dana_home"]
+    subject = str(site.demo.item("dana_home").subject_id)
+    page = site.page()
+    site.sign_in(page, "rita")
+    before = _resolve(site, page, subject, {"task": "order-b"})
+    assert [(f["memory_id"], f["value"]) for f in before["facts"]] == [(dana_home, "12 Elm Street")]
+
+    page.goto(f"{site.url}/memories/{dana_home}/")
+    page.get_by_text("Retire", exact=True).click()
+    page.get_by_label("Reason").fill("Dana asked us to forget her home address.")
+    page.get_by_role("button", name=f"Retire {dana_home}").click()
+
+    expect(page.get_by_role("status").first).to_contain_text(
+        "Retired. Resolve no longer returns it."
+    )
+    expect(page.locator(".page-head .badge")).to_have_text("retired")
+    screenshot(page, "item_retired")
+    after = _resolve(site, page, subject, {"task": "order-b"})
+    assert after["facts"] == []
+    assert [(a["field"], a["reason"]) for a in after["abstentions"]] == [
+        ("delivery_address", "no_applicable_fact")
+    ]

@@ -1,0 +1,149 @@
+"""Every dashboard page renders for a reviewer of the demo tenant, as after ``make run``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+
+from approvals.checking import revalidation_start
+from approvals.services import version_approve
+from memory.services import memory_correct
+from tests.dashboard.support import DEMO_PASSWORD, Demo
+
+DASHBOARD_TEMPLATES = Path(settings.BASE_DIR) / "templates" / "dashboard"
+ADMIN_ONLY = {"dashboard/admin_reason.html"}  # rendered by tests/dashboard/test_admin.py
+
+
+def _templates(response: Any) -> set[str]:
+    return {t.name for t in response.templates if t.name}
+
+
+def test_signing_in_as_rita_shows_the_demo_queue(demo: Demo) -> None:
+    """``make run`` then a login: the queue lists the three demo proposals."""
+    client = Client()
+    login = client.get("/accounts/login/")
+    assert login.status_code == 200
+    assert "registration/login.html" in _templates(login)
+
+    response = client.post(
+        "/accounts/login/",
+        {"username": "rita", "password": DEMO_PASSWORD.format("rita"), "next": "/"},
+        follow=True,
+    )
+
+    assert response.redirect_chain == [("/", 302)]
+    body = response.content.decode()
+    assert "Order order-a goes to Dana&#x27;s office." in body
+    assert "Renewals of project P-9 with S-17, batch B-3, follow exception APR-2291." in body
+    assert "Supplier material checks are required." in body
+
+
+def test_a_wrong_password_is_refused_on_the_login_page(demo: Demo) -> None:
+    response = Client().post("/accounts/login/", {"username": "rita", "password": "nope"})
+
+    assert response.status_code == 200
+    assert "That username and password do not match." in response.content.decode()
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(demo: Demo) -> None:
+    item = demo.items["order_a"]
+    for path in ["/", f"/memories/{item}/", "/browse/", "/audit/", "/policy/", "/overview/"]:
+        response = Client().get(path)
+        assert response.status_code == 302, path
+        assert response["Location"] == f"/accounts/login/?next={path}"
+
+
+def test_a_person_outside_every_tenant_gets_a_403_page(demo: Demo) -> None:
+    root = User.objects.create_user("root", password="root-pass-123", is_staff=True)
+    client = Client()
+    client.force_login(root)
+
+    response = client.get("/")
+
+    assert response.status_code == 403
+    assert "not a member of any tenant" in response.content.decode()
+
+
+def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo) -> None:
+    client = demo.client("rita")
+    job = revalidation_start(tenant=demo.tenant, reason="model changed", actor="user:rita")
+    pages = {
+        "/": "Your review queue",
+        "/queue/rows/": "Order order-a goes to Dana",
+        "/browse/": "Sarah moved to Pune in March.",
+        "/browse/?kind=enterprise_rule&status=pending_review&scope=project%3DP-9": "P-9",
+        f"/browse/?tt_subject={demo.item('order_a').subject_id}&tt_context=task%3Dorder-a": (
+            "Dana normally wants deliveries at home."
+        ),
+        "/entities/": "Northwind Metals",
+        "/audit/": "tenant.created",
+        "/policy/": "Criteria, in the order they decide",
+        f"/policy/revalidations/{job.pk}/": "model changed",
+        "/overview/": "Pending review by age",
+    }
+    pages.update({f"/memories/{memory_id}/": "Evidence" for memory_id in demo.items.values()})
+    pages[f"/memories/{demo.items['order_a']}/live/"] = "6 of 6 passed"
+    rendered: set[str] = set()
+
+    for path, text in pages.items():
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert text in response.content.decode(), path
+        rendered |= _templates(response)
+    verify = client.post("/audit/verify/", HTTP_HX_REQUEST="true")
+    assert verify.status_code == 200
+    rendered |= _templates(verify)
+
+    on_disk = {f"dashboard/{p.name}" for p in DASHBOARD_TEMPLATES.glob("*.html")}
+    missing = on_disk - ADMIN_ONLY - rendered - {"dashboard/error.html"}
+    assert missing == set()
+
+
+def test_an_unknown_memory_is_a_404_page_not_a_500(demo: Demo) -> None:
+    response = demo.client("rita").get("/memories/mem_does_not_exist/")
+
+    assert response.status_code == 404
+    assert "dashboard/error.html" in _templates(response)
+    assert "No memory mem_does_not_exist." in response.content.decode()
+
+
+def test_a_polled_fragment_after_the_session_ended_sends_the_page_to_the_login(
+    demo: Demo,
+) -> None:
+    response = Client().get(
+        "/queue/rows/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL="http://testserver/"
+    )
+
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/accounts/login/?next=%2F"
+    assert response.content == b""
+
+
+def test_a_correction_shows_what_changed_and_both_versions_on_the_timeline(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Seed 002: "actually, use the Pier Street warehouse" is a new version, not a rival."""
+    with django_capture_on_commit_callbacks(execute=True):
+        version_approve(principal=demo.principal("rita"), item=demo.item("order_a"), comment="")
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_correct(
+            principal=demo.agent(),
+            item=demo.item("order_a"),
+            if_match='"1"',
+            data={"value": "9 Pier Street", "statement": "Order order-a goes to Pier Street."},
+        )
+
+    page = demo.client("rita").get(f"/memories/{demo.items['order_a']}/").content.decode()
+
+    assert "Changes from version 1" in page
+    assert "<del>4 Dock Road</del>" in page and "<ins>9 Pier Street</ins>" in page
+    assert "<del>Dana&#x27;s office.</del>" in page and "<ins>Pier Street.</ins>" in page
+    assert 'Approvals <span class="muted">0 of 1 required</span>' in page
+    assert "version 1 is in use until this one is active" in page
+    assert '<text x="4" y="20" class="tl-label">v1</text>' in page
+    assert '<text x="4" y="66" class="tl-label">v2</text>' in page
+    assert 'class="tl-in-use"' in page  # v1 has been in use since its activation
