@@ -130,3 +130,21 @@ def winners(body: dict[str, Any]) -> dict[str, Any]:
 def outcomes(body: dict[str, Any]) -> dict[str, str]:
     """memory_id → outcome of the explain listing."""
     return {row["memory_id"]: row["outcome"] for row in body["considered"]}
+
+
+# The customer of seed 002 and her durable home-delivery preference, shared by the stories.
+@pytest.fixture
+def dana(story: Story) -> str:
+    return story.entity("Dana Kim", "customer")
+
+
+@pytest.fixture
+def home(story: Story, dana: str) -> MemoryVersion:
+    return story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_address",
+        value="12 Elm Street",
+        scope={},
+        expires_at=None,
+    )

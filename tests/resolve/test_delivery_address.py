@@ -17,11 +17,6 @@ OFFICE = "4 Dock Road"
 
 
 @pytest.fixture
-def dana(story: Story) -> str:
-    return story.entity("Dana Kim", "customer")
-
-
-@pytest.fixture
 def home(story: Story, dana: str) -> MemoryVersion:
     return story.activate(
         kind="preference",

@@ -14,23 +14,6 @@ PROBLEM = "application/problem+json"
 
 
 @pytest.fixture
-def dana(story: Story) -> str:
-    return story.entity("Dana Kim", "customer")
-
-
-@pytest.fixture
-def home(story: Story, dana: str) -> MemoryVersion:
-    return story.activate(
-        kind="preference",
-        subject=dana,
-        field="delivery_address",
-        value="12 Elm Street",
-        scope={},
-        expires_at=None,
-    )
-
-
-@pytest.fixture
 def office(story: Story, dana: str, home: MemoryVersion) -> MemoryVersion:
     return story.activate(
         kind="task_fact",

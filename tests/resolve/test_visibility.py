@@ -16,11 +16,6 @@ from tests.resolve.conftest import Story, outcomes, resolve, winners
 
 
 @pytest.fixture
-def dana(story: Story) -> str:
-    return story.entity("Dana Kim", "customer")
-
-
-@pytest.fixture
 def payroll(world) -> tuple[ApiKey, APIClient]:
     """An agent of the finance team: it holds the label the staff agent lacks."""
     key, raw = services.api_key_create(
@@ -29,18 +24,6 @@ def payroll(world) -> tuple[ApiKey, APIClient]:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return key, client
-
-
-@pytest.fixture
-def home(story: Story, dana: str) -> MemoryVersion:
-    return story.activate(
-        kind="preference",
-        subject=dana,
-        field="delivery_address",
-        value="12 Elm Street",
-        scope={},
-        expires_at=None,
-    )
 
 
 @pytest.fixture
