@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -13,9 +15,12 @@ from django.utils import timezone
 from approvals import checks
 from approvals.lifecycle import version_activate, version_fail_checks
 from approvals.models import CheckResult, Revalidation
+from approvals.permissions import require_tenant_permission
 from audit.services import audit_append
-from memory.models import MemoryVersion, Status, Tenant
+from memory.models import MemoryVersion, Policy, Status, Tenant
+from memory.principals import Principal
 from memory.selectors import current_policy, resolver_policy
+from memory.services import MANAGE_POLICY_REFUSAL, policy_publish
 
 logger = logging.getLogger(__name__)
 ACTOR = "system:checks"
@@ -210,3 +215,22 @@ def _record_and_count(
         job.save()
         if failed:
             after_revalidation_failures(job, [version.item_id])
+
+
+def policy_publish_and_revalidate(
+    *, principal: Principal, precedence: Mapping[str, Any], reason: str
+) -> tuple[Policy, Revalidation]:
+    """A new policy is only trusted once every active item passed its checks under it."""
+    policy = policy_publish(principal=principal, precedence=precedence, reason=reason)
+    job = revalidation_start(
+        tenant=principal.tenant,
+        actor=principal.name,
+        reason=f"policy {policy.version} published: {reason}",
+    )
+    return policy, job
+
+
+def revalidation_request(*, principal: Principal, reason: str) -> Revalidation:
+    """ "The model, prompt or tools changed": re-check every active item (manage_policy)."""
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
+    return revalidation_start(tenant=principal.tenant, actor=principal.name, reason=reason)

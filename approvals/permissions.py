@@ -19,6 +19,7 @@ from approvals.models import (
     TenantUserObjectPermission,
 )
 from audit.services import audit_append
+from memory.errors import Forbidden
 from memory.models import REVIEW_PERMISSIONS, ScopeValue, Tenant
 from memory.principals import Principal
 
@@ -37,6 +38,12 @@ def has_tenant_permission(principal: Principal, codename: str) -> bool:
     if principal.user is None or not principal.user.is_active:
         return False
     return user_has_tenant_permission(principal.user, principal.tenant, codename)
+
+
+def require_tenant_permission(principal: Principal, codename: str, refusal: str) -> None:
+    """403 unless the caller is a person holding ``codename`` on the tenant itself."""
+    if not has_tenant_permission(principal, codename):
+        raise Forbidden(refusal)
 
 
 def _scope_condition(scope: Mapping[str, str]) -> Q:

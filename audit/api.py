@@ -11,18 +11,19 @@ from rest_framework.response import Response
 
 from audit.models import AuditEvent
 from audit.selectors import audit_events, audit_verify
-from memory.errors import Forbidden, InvalidContent
+from memory.errors import InvalidContent
 from memory.pagination import paginate
 from memory.principals import Principal
 from memory.serializers import ZonedDateTimeField, iso
 from memory.views_base import MemgovAPIView
 
+AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
+
 
 def require_view_audit(principal: Principal) -> None:
-    from approvals.permissions import has_tenant_permission
+    from approvals.permissions import require_tenant_permission
 
-    if principal.user is None or not has_tenant_permission(principal, "view_audit"):
-        raise Forbidden("Reading the audit trail needs the view_audit permission.")
+    require_tenant_permission(principal, "view_audit", AUDIT_REFUSAL)
 
 
 def event_representation(event: AuditEvent) -> dict[str, Any]:

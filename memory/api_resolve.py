@@ -9,12 +9,11 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals.checking import revalidation_start
+from approvals.checking import policy_publish_and_revalidate, revalidation_request
 from approvals.models import Revalidation
-from approvals.permissions import has_tenant_permission
-from memory import resolution, selectors, services
+from memory import resolution, selectors
 from memory.api import _ANY_OBJECT, _valid
-from memory.errors import Forbidden, NotFound
+from memory.errors import NotFound
 from memory.serializers import ZonedDateTimeField, iso
 from memory.tasks_view import task_record
 from memory.views_base import MemgovAPIView
@@ -86,12 +85,6 @@ def _policy_body(policy: Any) -> dict[str, Any]:
     }
 
 
-def _require_manage_policy(view: MemgovAPIView) -> None:
-    principal = view.principal()
-    if principal.user is None or not has_tenant_permission(principal, "manage_policy"):
-        raise Forbidden("This needs the manage_policy permission.")
-
-
 class PolicyView(MemgovAPIView):
     @extend_schema(responses={200: _ANY_OBJECT}, operation_id="policy_get")
     def get(self, request: Request) -> Response:
@@ -101,13 +94,8 @@ class PolicyView(MemgovAPIView):
     def post(self, request: Request) -> Response:
         principal = self.principal()
         data = _valid(PolicyInput, request)
-        policy = services.policy_publish(
+        policy, job = policy_publish_and_revalidate(
             principal=principal, precedence=data["precedence"], reason=data["reason"]
-        )
-        job = revalidation_start(
-            tenant=principal.tenant,
-            actor=principal.name,
-            reason=f"policy {policy.version} published: {data['reason']}",
         )
         return Response(
             {**_policy_body(policy), "revalidation": job.pk}, status=status.HTTP_201_CREATED
@@ -119,12 +107,8 @@ class RevalidateView(MemgovAPIView):
         request=RevalidateInput, responses={202: _ANY_OBJECT}, operation_id="policy_revalidate"
     )
     def post(self, request: Request) -> Response:
-        _require_manage_policy(self)
         data = _valid(RevalidateInput, request)
-        principal = self.principal()
-        job = revalidation_start(
-            tenant=principal.tenant, actor=principal.name, reason=data["reason"]
-        )
+        job = revalidation_request(principal=self.principal(), reason=data["reason"])
         return Response({"revalidation": job.pk}, status=status.HTTP_202_ACCEPTED)
 
 

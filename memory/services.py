@@ -521,15 +521,15 @@ def _after_new_version(version: MemoryVersion) -> None:
     after_version_recorded(version)
 
 
+MANAGE_POLICY_REFUSAL = "Publishing or re-validating policy needs the manage_policy permission."
+
+
 def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
     """A new policy version; the caller starts re-validation of every active item."""
-    from approvals.permissions import has_tenant_permission
+    from approvals.permissions import require_tenant_permission
     from memory.resolver import PolicyError
 
-    if principal.user is None or not has_tenant_permission(principal, "manage_policy"):
-        from memory.errors import Forbidden
-
-        raise Forbidden("Publishing a policy needs the manage_policy permission.")
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
     try:
         checked = ResolverPolicy.from_precedence("new", precedence)
     except PolicyError as exc:

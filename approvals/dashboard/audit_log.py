@@ -9,17 +9,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import AuditFilterForm
-from approvals.permissions import has_tenant_permission
+from audit.api import require_view_audit
 from audit.selectors import ChainVerification, audit_events, audit_verify
-from memory.errors import Forbidden
 from memory.principals import Principal
 
 PAGE_SIZE = 100
-
-
-def require_view_audit(principal: Principal) -> None:
-    if not has_tenant_permission(principal, "view_audit"):
-        raise Forbidden("Reading the audit trail needs the view_audit permission.")
 
 
 def _render(

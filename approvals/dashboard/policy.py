@@ -9,16 +9,16 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.checking import revalidation_start
+from approvals.checking import policy_publish_and_revalidate, revalidation_request
 from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import PolicyForm, RevalidateForm
 from approvals.models import Revalidation
-from approvals.permissions import has_tenant_permission
-from memory.errors import DomainError, Forbidden, NotFound
+from approvals.permissions import has_tenant_permission, require_tenant_permission
+from memory.errors import DomainError, NotFound
 from memory.models import Policy
 from memory.principals import Principal
 from memory.selectors import current_policy
-from memory.services import policy_publish
+from memory.services import MANAGE_POLICY_REFUSAL
 
 POLL_SECONDS = 2
 JOBS_SHOWN = 10
@@ -68,8 +68,8 @@ def policy_page(request: HttpRequest, principal: Principal) -> HttpResponse:
 
 
 def _require_manage_policy(principal: Principal) -> None:
-    if not has_tenant_permission(principal, "manage_policy"):
-        raise Forbidden("This needs the manage_policy permission.")
+    """Refuse before reading the form: a person without authority gets no form errors."""
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
 
 
 @require_POST
@@ -83,15 +83,12 @@ def publish(request: HttpRequest, principal: Principal) -> HttpResponse:
         return _render(request, principal, status=422, policy_form=form)
     reason = form.cleaned_data["reason"]
     try:
-        policy = policy_publish(principal=principal, precedence=form.precedence(), reason=reason)
+        policy, _ = policy_publish_and_revalidate(
+            principal=principal, precedence=form.precedence(), reason=reason
+        )
     except DomainError as exc:
         messages.error(request, exc.detail)
         return _render(request, principal, status=exc.status, policy_form=form)
-    revalidation_start(
-        tenant=principal.tenant,
-        actor=principal.name,
-        reason=f"policy {policy.version} published: {reason}",
-    )
     messages.success(
         request, f"Policy {policy.version} published; every active item is being re-checked."
     )
@@ -106,9 +103,7 @@ def revalidate(request: HttpRequest, principal: Principal) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Say what changed.")
         return _render(request, principal, status=422, revalidate_form=form)
-    revalidation_start(
-        tenant=principal.tenant, actor=principal.name, reason=form.cleaned_data["reason"]
-    )
+    revalidation_request(principal=principal, reason=form.cleaned_data["reason"])
     messages.success(request, "Re-validation started.")
     return redirect(reverse("dashboard:policy"))
 
