@@ -3,12 +3,16 @@ status API.md names, never a 500 for bad input, and a refused request writes not
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from rest_framework.test import APIClient
 
-from tests.api.support import Written, assert_problem, create_entity, record_source
+from tests.api.support import (
+    Written,
+    assert_problem,
+    create_entity,
+    preference_body,
+    record_source,
+)
 
 
 @pytest.fixture
@@ -127,11 +131,7 @@ def test_a_version_number_beyond_the_head_is_a_404(world):
     agent = world.client("agent")
     dana = create_entity(agent)
     chat = record_source(agent)
-    body: dict[str, Any] = {
-        "kind": "preference", "subject": dana, "field": "tone", "value": "brief",
-        "statement": "Keep it brief.", "scope": {}, "owner": "nora", "expires_at": None,
-        "sources": [chat],
-    }  # fmt: skip
+    body = preference_body(dana, chat, field="tone", value="brief", statement="Keep it brief.")
     memory = agent.post("/api/v1/memories", body, "json").json()
 
     assert agent.get(f"/api/v1/memories/{memory['id']}/versions/1").status_code == 200

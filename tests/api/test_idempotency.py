@@ -4,13 +4,18 @@ instead of recording the same evidence or proposal twice (API.md, Conventions)."
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from memory.models import IdempotencyRecord
-from tests.api.support import Written, assert_problem, create_entity, record_source
+from tests.api.support import (
+    Written,
+    assert_problem,
+    create_entity,
+    preference_body,
+    record_source,
+)
 
 
 def _post(client, path, body, key):
@@ -51,11 +56,7 @@ def test_a_replayed_proposal_keeps_its_etag(world):
     agent = world.client("agent")
     dana = create_entity(agent)
     chat = record_source(agent)
-    body: dict[str, Any] = {
-        "kind": "preference", "subject": dana, "field": "tone", "value": "brief",
-        "statement": "Keep it brief.", "scope": {}, "owner": "nora", "expires_at": None,
-        "sources": [chat],
-    }  # fmt: skip
+    body = preference_body(dana, chat, field="tone", value="brief", statement="Keep it brief.")
     first = _post(agent, "/api/v1/memories", body, "propose-1")
     given = Written.now()
 
