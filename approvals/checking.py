@@ -15,8 +15,8 @@ from django.utils import timezone
 from approvals import checks
 from approvals.lifecycle import version_activate, version_fail_checks
 from approvals.models import CheckResult, Revalidation
-from approvals.permissions import require_tenant_permission
 from audit.services import audit_append
+from core.authority import require_tenant_permission
 from memory.models import MemoryVersion, Policy, Status, Tenant
 from memory.principals import Principal
 from memory.selectors import current_policy, resolver_policy

@@ -6,22 +6,15 @@ delivered twice sends once; a failed send releases its claims for the retry."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from approvals import emails
-from approvals.models import (
-    Notification,
-    ScopeValueUserObjectPermission,
-    TenantUserObjectPermission,
-)
-from approvals.services import REVIEW_PERMISSION, may_review
+from approvals.models import Notification
+from core import authority
 from memory.models import MemoryVersion, Status
 from memory.principals import principal_for_user
 
@@ -30,38 +23,8 @@ DIGEST_THRESHOLD = 3
 
 
 def reviewers_for(version: MemoryVersion) -> list[User]:
-    """People with authority over the version's kind and scope, never its proposer."""
-    perms = (
-        [REVIEW_PERMISSION[version.kind]]
-        if version.kind in REVIEW_PERMISSION
-        else list(REVIEW_PERMISSION.values())
-    )
-    scoped = Q(pk__in=[])
-    for dim, value in version.scope.items():
-        scoped |= Q(content_object__dimension=dim, content_object__value=value)
-    on_tenant = TenantUserObjectPermission.objects.filter(
-        content_object_id=version.tenant_id, permission__codename__in=perms
-    ).values("user_id")
-    on_scope = ScopeValueUserObjectPermission.objects.filter(
-        scoped, content_object__tenant_id=version.tenant_id, permission__codename__in=perms
-    ).values("user_id")
-    users = (
-        get_user_model()
-        .objects.filter(
-            Q(pk__in=on_tenant) | Q(pk__in=on_scope),
-            is_active=True,
-            membership__tenant_id=version.tenant_id,
-        )
-        .exclude(email="")
-        .exclude(pk=version.proposer_user_id or -1)
-        .select_related("membership")
-    )
-    result = []
-    for user in users.order_by("username"):
-        principal = principal_for_user(user)
-        if principal is not None and may_review(principal, version):
-            result.append(user)
-    return result
+    """People who may decide the version now (``core.authority``), never its proposer."""
+    return authority.reviewers_for([version])[version.pk]
 
 
 def _claim(event: str, user: User, tenant_id: int) -> Notification | None:
@@ -83,18 +46,24 @@ def _send(name: str, user: User, claims: list[Notification], context: dict[str, 
     Notification.objects.filter(pk__in=[c.pk for c in claims]).update(sent_at=timezone.now())
 
 
-def _unannounced_pending(user: User, tenant_id: int) -> Iterable[MemoryVersion]:
-    announced = Notification.objects.filter(recipient=user, event__startswith="pending:")
-    pending = MemoryVersion.objects.filter(tenant_id=tenant_id, status=Status.PENDING_REVIEW)
+def _unannounced_pending(user: User, tenant_id: int) -> list[MemoryVersion]:
+    """Pending versions this person may decide and was not yet told about: the grants and
+    the announcements are read once, not per pending version."""
     principal = principal_for_user(user)
-    for version in pending.select_related("item").order_by("recorded_at"):
-        if (
-            principal is not None
-            and may_review(principal, version)
-            and version.proposer_user_id != user.pk
-            and not announced.filter(event=f"pending:{version.pk}").exists()
-        ):
-            yield version
+    if principal is None:
+        return []
+    allowed = authority.Authority.load(principal)
+    announced = set(
+        Notification.objects.filter(recipient=user, event__startswith="pending:").values_list(
+            "event", flat=True
+        )
+    )
+    pending = MemoryVersion.objects.filter(tenant_id=tenant_id, status=Status.PENDING_REVIEW)
+    return [
+        version
+        for version in pending.select_related("item").order_by("recorded_at")
+        if f"pending:{version.pk}" not in announced and allowed.may_decide(version)
+    ]
 
 
 def notify_pending_review(version_id: int) -> int:

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from approvals.lifecycle import IN_USE_OR_OPEN, bump_on_commit, end_use, locked_versions
 from approvals.models import Approval
-from approvals.permissions import has_scope_authority, has_tenant_permission
 from audit.chain import digest
 from audit.services import audit_append
+from core.authority import Authority, is_proposer, may_retire, may_review
 from memory.errors import Conflict, Forbidden, InvalidContent
 from memory.models import (
     OPEN_STATUSES,
@@ -29,39 +29,11 @@ from memory.models import (
     Verification,
 )
 from memory.principals import Principal
-from memory.rules import TENANT_WIDE
-
-REVIEW_PERMISSION: dict[str, str] = {
-    MemoryKind.TASK_FACT.value: "review_task_fact",
-    MemoryKind.ENTERPRISE_RULE.value: "review_enterprise_rule",
-}
 
 
 def _require_person(principal: Principal, action: str) -> None:
     if principal.user is None:
         raise Forbidden(f"Agents cannot {action}; a person with authority must.")
-
-
-def may_review(principal: Principal, version: MemoryVersion) -> bool:
-    """Authority over the item's kind and scope (a preference: any reviewer of its scope)."""
-    if principal.user is None:
-        return False
-    perms = (
-        [REVIEW_PERMISSION[version.kind]]
-        if version.kind in REVIEW_PERMISSION
-        else list(REVIEW_PERMISSION.values())
-    )
-    if not any(has_scope_authority(principal, p, version.scope) for p in perms):
-        return False
-    if version.kind == MemoryKind.ENTERPRISE_RULE and version.scope == TENANT_WIDE:
-        return has_tenant_permission(principal, "approve_tenant_wide_rule")
-    return True
-
-
-def _is_proposer(principal: Principal, version: MemoryVersion) -> bool:
-    return principal.name == version.proposed_by or (
-        principal.user is not None and version.proposer_user_id == principal.user.pk
-    )
 
 
 def _lock_head(item: MemoryItem) -> MemoryVersion:
@@ -75,7 +47,7 @@ def _lock_head(item: MemoryItem) -> MemoryVersion:
 
 def _check_reviewer(principal: Principal, version: MemoryVersion, action: str) -> None:
     _require_person(principal, action)
-    if _is_proposer(principal, version):
+    if is_proposer(principal, version):
         raise Forbidden(f"The proposer cannot {action} their own proposal.")
     if not may_review(principal, version):
         raise Forbidden(f"You have no authority to {action} a {version.kind} with this scope.")
@@ -164,14 +136,6 @@ def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> Me
     return version
 
 
-def _may_retire(principal: Principal, version: MemoryVersion) -> bool:
-    if principal.user is None:
-        return False
-    if version.kind == MemoryKind.PREFERENCE and version.owner_id == principal.user.pk:
-        return True
-    return has_scope_authority(principal, "retire_memory", version.scope)
-
-
 def memory_retire(
     *, principal: Principal, item: MemoryItem, reason: str, in_flight: str = "reverify"
 ) -> list[str]:
@@ -179,7 +143,7 @@ def memory_retire(
     flagged for re-verification (none when the caller says ``continue``)."""
     with transaction.atomic(durable=True):
         head = _lock_head(item)
-        if not _may_retire(principal, head):
+        if not may_retire(principal, head):
             _require_person(principal, "retire memory")
             raise Forbidden("Retiring this memory needs retire_memory over its scope.")
         versions = locked_versions(item, IN_USE_OR_OPEN)
@@ -221,7 +185,7 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
     an item out of use, so nobody else may add one."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
-        if not (_is_proposer(principal, version) or may_review(principal, version)):
+        if not (is_proposer(principal, version) or may_review(principal, version)):
             raise Forbidden("Only the proposer or a reviewer of this memory may add scenarios.")
         if version.status not in OPEN_STATUSES:
             raise Conflict(
@@ -304,8 +268,9 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
                 item__in=items, sources=locked, status__in=IN_USE_OR_OPEN
             )
         }
-        allowed = has_tenant_permission(principal, "retire_memory") or (
-            bool(heads) and all(_may_retire(principal, v) for v in heads.values())
+        authority = Authority.load(principal)
+        allowed = authority.has("retire_memory") or (
+            bool(heads) and all(authority.may_retire(v) for v in heads.values())
         )
         if not allowed:
             raise Forbidden(

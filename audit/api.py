@@ -21,7 +21,7 @@ AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
 
 
 def require_view_audit(principal: Principal) -> None:
-    from approvals.permissions import require_tenant_permission
+    from core.authority import require_tenant_permission
 
     require_tenant_permission(principal, "view_audit", AUDIT_REFUSAL)
 

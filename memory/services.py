@@ -526,7 +526,7 @@ MANAGE_POLICY_REFUSAL = "Publishing or re-validating policy needs the manage_pol
 
 def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
     """A new policy version; the caller starts re-validation of every active item."""
-    from approvals.permissions import require_tenant_permission
+    from core.authority import require_tenant_permission
     from memory.resolver import PolicyError
 
     require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)

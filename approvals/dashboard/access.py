@@ -2,14 +2,13 @@
 
 The dashboard acts as the logged-in person (``principal_for_user``) through the same
 ``access_*`` selectors as the API, and narrows further: a person opens an item only when
-they hold some Memgov permission over its scope, own it or proposed it. Anything else —
+``core.authority`` says they oversee its scope, own it or proposed it. Anything else —
 another tenant's item, an invisible one, one outside their authority — is a 404, so the
 dashboard never confirms that an item exists to someone who may not act on it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import wraps
 from typing import Any, Concatenate, ParamSpec, cast
 from urllib.parse import urlencode, urlsplit
@@ -21,74 +20,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
-from approvals.models import (
-    ScopeValueGroupObjectPermission,
-    ScopeValueUserObjectPermission,
-    TenantGroupObjectPermission,
-    TenantUserObjectPermission,
-)
+from core.authority import Authority
 from memory.errors import DomainError, NotFound
 from memory.models import MemoryItem, MemoryVersion
 from memory.principals import Principal, principal_for_user
-from memory.selectors import access_memory, memory_head, version_visible
+from memory.selectors import access_memory, memory_head
 
 P = ParamSpec("P")
 PageView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
 
 
-@dataclass(frozen=True)
-class Oversight:
-    """The permissions a person holds in their tenant, loaded once per request, so lists
-    (queue, browser, overview) can filter many rows without a query per row."""
-
-    principal: Principal
-    tenant_permissions: frozenset[str]
-    scoped_values: frozenset[tuple[str, str]]
-
-    @classmethod
-    def load(cls, principal: Principal) -> Oversight:
-        user = principal.user
-        if user is None or not user.is_active:
-            return cls(principal, frozenset(), frozenset())
-        on_tenant = {
-            *TenantUserObjectPermission.objects.filter(
-                user=user, content_object=principal.tenant
-            ).values_list("permission__codename", flat=True),
-            *TenantGroupObjectPermission.objects.filter(
-                group__user=user, content_object=principal.tenant
-            ).values_list("permission__codename", flat=True),
-        }
-        columns = ("content_object__dimension", "content_object__value")
-        on_values = {
-            *ScopeValueUserObjectPermission.objects.filter(
-                user=user, content_object__tenant=principal.tenant
-            ).values_list(*columns),
-            *ScopeValueGroupObjectPermission.objects.filter(
-                group__user=user, content_object__tenant=principal.tenant
-            ).values_list(*columns),
-        }
-        return cls(principal, frozenset(on_tenant), frozenset(on_values))
-
-    def has(self, codename: str) -> bool:
-        return codename in self.tenant_permissions
-
-    def over_scope(self, scope: Mapping[str, str]) -> bool:
-        return bool(self.tenant_permissions) or any(
-            (dim, value) in self.scoped_values for dim, value in scope.items()
-        )
-
-    def sees(self, version: MemoryVersion) -> bool:
-        """Visible to the person and within their authority, ownership or proposal."""
-        if not version_visible(version, self.principal):
-            return False
-        user = self.principal.user
-        assert user is not None  # noqa: S101 - dashboard principals are people
-        mine = user.pk in (version.owner_id, version.proposer_user_id)
-        return mine or self.over_scope(version.scope)
-
-
 def dashboard_memory(
-    principal: Principal, oversight: Oversight, memory_id: str
+    principal: Principal, oversight: Authority, memory_id: str
 ) -> tuple[MemoryItem, MemoryVersion]:
     """``access_memory`` plus the dashboard's own narrowing; the head comes with details."""
     item = access_memory(principal, memory_id)

@@ -12,8 +12,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import Oversight, dashboard_view, page_context
+from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import BrowseForm, TimeTravelForm
+from core.authority import Authority
 from memory.errors import NotFound
 from memory.models import Entity, MemoryVersion
 from memory.principals import Principal
@@ -44,7 +45,7 @@ def browse_rows(principal: Principal, form: BrowseForm) -> list[MemoryVersion]:
     )
     if data.get("q"):
         heads = heads.filter(Q(statement__icontains=data["q"]) | Q(field__icontains=data["q"]))
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     # Details (approvals, checks) are loaded for the shown page only, not for every row.
     rows = heads.prefetch_related(None).order_by("-recorded_at", "item_id")[:SCAN_LIMIT]
     return [v for v in rows if oversight.sees(v)]
@@ -61,7 +62,7 @@ def _linkable(principal: Principal, body: dict[str, Any]) -> set[str]:
     """Memory ids in the answer whose page this person may open."""
     ids = {row["memory_id"] for row in body.get("considered", [])}
     ids |= {row["memory_id"] for row in body["facts"] + body["plans"]}
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     versions = MemoryVersion.objects.filter(item_id__in=ids).select_related("item")
     return {v.item_id for v in versions if v.number == v.item.head_version and oversight.sees(v)}
 

@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals import services
 from approvals.dashboard.access import (
-    Oversight,
     dashboard_memory,
     dashboard_view,
     error_page,
@@ -22,6 +21,7 @@ from approvals.dashboard.access import (
 )
 from approvals.dashboard.browse import entity_choices
 from approvals.forms import LinkSubjectForm
+from core.authority import Authority
 from memory.errors import DomainError, NotFound
 from memory.models import Entity, MemoryVersion, Status
 from memory.principals import Principal
@@ -38,7 +38,7 @@ class HeldItem:
 
 def held_items(principal: Principal) -> list[HeldItem]:
     """Held heads this reviewer may link, with the entities their mention matches."""
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     held = (
         MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.HELD_UNRESOLVED)
         .select_related("item", "owner")
@@ -48,7 +48,7 @@ def held_items(principal: Principal) -> list[HeldItem]:
     for version in held:
         if version.number != version.item.head_version or not oversight.sees(version):
             continue
-        if not services.may_review(principal, version):
+        if not oversight.may_review(version):
             continue
         mention = version.item.subject_mention
         rows.append(HeldItem(version, entity_match(principal=principal, name=mention, kind=None)))
@@ -90,7 +90,7 @@ def entities_page(request: HttpRequest, principal: Principal) -> HttpResponse:
 @require_POST
 @dashboard_view
 def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
-    item, _ = dashboard_memory(principal, Oversight.load(principal), memory_id)
+    item, _ = dashboard_memory(principal, Authority.load(principal), memory_id)
     form = LinkSubjectForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose the entity the mention refers to.")

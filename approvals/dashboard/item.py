@@ -23,7 +23,6 @@ from django_htmx.http import HttpResponseClientRefresh
 from approvals import forms as dashboard_forms
 from approvals import services
 from approvals.dashboard.access import (
-    Oversight,
     dashboard_memory,
     dashboard_view,
     error_page,
@@ -32,10 +31,10 @@ from approvals.dashboard.access import (
 from approvals.dashboard.history import lineage_timeline, version_diff
 from approvals.lifecycle import IN_USE_OR_OPEN
 from approvals.models import Approval, CheckResult
-from approvals.permissions import has_scope_authority
 from audit.selectors import audit_events
+from core.authority import Authority, is_proposer
 from memory.errors import DomainError, NotFound
-from memory.models import OPEN_STATUSES, MemoryItem, MemoryKind, MemoryVersion, Scenario, Status
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.principals import Principal
 from memory.selectors import access_source, memory_versions
 from memory.serializers import checks_summary
@@ -86,14 +85,13 @@ class Abilities:
     is_proposer: bool
 
 
-def abilities(principal: Principal, head: MemoryVersion) -> Abilities:
-    user = principal.user
+def abilities(authority: Authority, head: MemoryVersion) -> Abilities:
+    user = authority.principal.user
     assert user is not None  # noqa: S101 - dashboard principals are people
-    reviewer = services.may_review(principal, head)
-    proposer = principal.name == head.proposed_by or head.proposer_user_id == user.pk
+    reviewer = authority.may_review(head)
+    proposer = is_proposer(authority.principal, head)
     decided = any(a.reviewer_id == user.pk for a in head.approvals.all())
-    owner_of_preference = head.kind == MemoryKind.PREFERENCE and head.owner_id == user.pk
-    retire = owner_of_preference or has_scope_authority(principal, "retire_memory", head.scope)
+    retire = authority.may_retire(head)
     return Abilities(
         decide=head.status == Status.PENDING_REVIEW and reviewer and not proposer and not decided,
         retire=retire and head.status in IN_USE_OR_OPEN,
@@ -112,7 +110,7 @@ def _sources_in_order(head: MemoryVersion) -> list[Any]:
 
 def item_context(
     principal: Principal,
-    oversight: Oversight,
+    oversight: Authority,
     item: MemoryItem,
     head: MemoryVersion,
     bound: dict[str, forms.Form] | None = None,
@@ -147,7 +145,7 @@ def item_context(
         check_groups=check_groups(head),
         impact=impact_of(head),
         scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
-        can=abilities(principal, head),
+        can=abilities(oversight, head),
         events=events,
         poll_seconds=POLL_SECONDS,
         **{**blank, **(bound or {})},
@@ -162,7 +160,7 @@ def render_item(
     status: int = 200,
     bound: dict[str, forms.Form] | None = None,
 ) -> HttpResponse:
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     item, head = dashboard_memory(principal, oversight, memory_id)
     context = item_context(principal, oversight, item, head, bound)
     return render(request, "dashboard/item.html", context, status=status)
@@ -179,7 +177,7 @@ def item_page(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
 def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
     """Polled while the checks run; once they finish, the whole page reloads so that the
     status, the forms and the timeline all show the outcome."""
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     item, head = dashboard_memory(principal, oversight, memory_id)
     if request.GET.get("was") == Status.CHECKING and head.status != Status.CHECKING:
         return HttpResponseClientRefresh()
@@ -205,7 +203,7 @@ def _perform(
     form_class: type[forms.Form],
     action: Action,
 ) -> HttpResponse:
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     item, _ = dashboard_memory(principal, oversight, memory_id)
     form = form_class(request.POST)
     if not form.is_valid():

@@ -13,9 +13,10 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import Oversight, dashboard_view, page_context
+from approvals.dashboard.access import dashboard_view, page_context
 from approvals.dashboard.charts import BarChart, bar_chart
 from approvals.models import Approval, CheckResult
+from core.authority import Authority
 from memory.models import MemoryVersion, Status
 from memory.principals import Principal
 
@@ -32,7 +33,7 @@ def age_bucket(age: timedelta) -> str:
     return next(label for label, limit in AGE_BUCKETS if age < limit)
 
 
-def pending_by_age(principal: Principal, oversight: Oversight, now: datetime) -> BarChart:
+def pending_by_age(principal: Principal, oversight: Authority, now: datetime) -> BarChart:
     pending = MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.PENDING_REVIEW)
     counts = Counter(age_bucket(now - v.status_changed_at) for v in pending if oversight.sees(v))
     series = [(label, label, counts[label]) for label, _ in AGE_BUCKETS]
@@ -49,7 +50,7 @@ def per_day(title: str, moments: list[datetime], today: date) -> BarChart:
     return bar_chart(title, "Day", series)
 
 
-def approvals_per_day(principal: Principal, oversight: Oversight, now: datetime) -> BarChart:
+def approvals_per_day(principal: Principal, oversight: Authority, now: datetime) -> BarChart:
     since = now - timedelta(days=DAYS)
     approvals = Approval.objects.filter(
         version__tenant=principal.tenant, decision=Approval.Decision.APPROVE, at__gte=since
@@ -58,7 +59,7 @@ def approvals_per_day(principal: Principal, oversight: Oversight, now: datetime)
     return per_day("Approvals per day", moments, now.date())
 
 
-def failures_per_day(principal: Principal, oversight: Oversight, now: datetime) -> BarChart:
+def failures_per_day(principal: Principal, oversight: Authority, now: datetime) -> BarChart:
     since = now - timedelta(days=DAYS)
     failed = CheckResult.objects.filter(
         version__tenant=principal.tenant, outcome=CheckResult.Outcome.FAILED, ran_at__gte=since
@@ -71,7 +72,7 @@ def failures_per_day(principal: Principal, oversight: Oversight, now: datetime) 
 @dashboard_view
 def overview_page(request: HttpRequest, principal: Principal) -> HttpResponse:
     now = timezone.now()
-    oversight = Oversight.load(principal)
+    oversight = Authority.load(principal)
     failing = MemoryVersion.objects.filter(
         tenant=principal.tenant, status=Status.CHECKS_FAILED
     ).order_by("-status_changed_at")

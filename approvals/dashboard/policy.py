@@ -13,7 +13,7 @@ from approvals.checking import policy_publish_and_revalidate, revalidation_reque
 from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import PolicyForm, RevalidateForm
 from approvals.models import Revalidation
-from approvals.permissions import has_tenant_permission, require_tenant_permission
+from core.authority import has_tenant_permission, require_tenant_permission
 from memory.errors import DomainError, NotFound
 from memory.models import Policy
 from memory.principals import Principal

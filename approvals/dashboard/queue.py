@@ -11,8 +11,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import Oversight, dashboard_view, page_context
-from approvals.services import may_review
+from approvals.dashboard.access import dashboard_view, page_context
+from core.authority import Authority
 from memory.models import MemoryVersion, Status
 from memory.principals import Principal
 from memory.selectors import versions_with_details
@@ -34,17 +34,11 @@ def _decided_by(version: MemoryVersion, user_id: int) -> bool:
     return any(a.reviewer_id == user_id for a in version.approvals.all())
 
 
-def _is_proposer(principal: Principal, version: MemoryVersion) -> bool:
-    user = principal.user
-    return principal.name == version.proposed_by or (
-        user is not None and version.proposer_user_id == user.pk
-    )
-
-
 def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
     """(to decide, decided by me and waiting for others): pending heads the reviewer may
-    decide per ``may_review``, never their own proposals."""
-    oversight = Oversight.load(principal)
+    decide (``Authority.may_decide``, the rule the API and the emails use), never their
+    own proposals."""
+    authority = Authority.load(principal)
     user = principal.user
     assert user is not None  # noqa: S101 - dashboard principals are people
     pending = versions_with_details(
@@ -55,10 +49,7 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
     for version in pending:
         if len(mine) >= QUEUE_LIMIT:
             break
-        # The cheap, per-request filter first; the service's rule decides.
-        if not oversight.sees(version) or not oversight.over_scope(version.scope):
-            continue
-        if _is_proposer(principal, version) or not may_review(principal, version):
+        if not authority.may_decide(version):
             continue
         approvals = [a for a in version.approvals.all() if a.decision == "approve"]
         row = QueueRow(version, version.status_changed_at, len(approvals), checks_summary(version))

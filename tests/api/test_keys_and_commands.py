@@ -12,8 +12,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from approvals.models import ScopeValueUserObjectPermission, TenantUserObjectPermission
-from approvals.permissions import has_scope_authority, user_has_tenant_permission
 from audit.models import AuditEvent
+from core.authority import Authority
 from memory.models import ApiKey, Membership, Policy, ScopeValue, Tenant
 from memory.principals import Principal
 from tests.api.support import assert_problem, tamper
@@ -145,15 +145,16 @@ def test_create_user_grants_on_the_tenant_and_on_a_scope_value(world):
     assert ivan.tenant == world.tenant
     assert sorted(ivan.labels) == ["legal", "staff"]
     assert ivan.user.check_password("ivan-pass-123")
-    assert user_has_tenant_permission(ivan.user, world.tenant, "review_task_fact")
-    assert user_has_tenant_permission(ivan.user, world.tenant, "view_audit")
-    assert not user_has_tenant_permission(ivan.user, world.tenant, "review_enterprise_rule")
+    principal = Principal(tenant=world.tenant, name="user:ivan", labels=frozenset(), user=ivan.user)
+    authority = Authority.load(principal)
+    assert authority.has("review_task_fact")
+    assert authority.has("view_audit")
+    assert not authority.has("review_enterprise_rule")
     p9 = ScopeValue.objects.get(tenant=world.tenant, dimension="project", value="P-9")
     granted = ScopeValueUserObjectPermission.objects.filter(user=ivan.user, content_object=p9)
     assert [g.permission.codename for g in granted] == ["review_enterprise_rule"]
-    principal = Principal(tenant=world.tenant, name="user:ivan", labels=frozenset(), user=ivan.user)
-    assert has_scope_authority(principal, "review_enterprise_rule", {"project": "P-9"})
-    assert not has_scope_authority(principal, "review_enterprise_rule", {"project": "P-10"})
+    assert authority.holds("review_enterprise_rule", {"project": "P-9"})
+    assert not authority.holds("review_enterprise_rule", {"project": "P-10"})
 
 
 def test_guardian_sees_the_tenant_grant_as_an_object_permission(world):

@@ -1,0 +1,1 @@
+"""The bottom layer: what every other layer may rely on (DESIGN.md, Layout)."""

@@ -1,0 +1,229 @@
+"""Who may do what: the one authority rule for the API, the dashboard, the queue and emails.
+
+Guardian object permissions live on the ``Tenant`` and on ``ScopeValue`` rows, granted to
+a user directly or to a group the user belongs to. A person has authority over an item
+when they hold the permission on the tenant, or on at least one ``ScopeValue`` named in
+the item's scope; a tenant-wide enterprise rule also needs ``approve_tenant_wide_rule``
+on the tenant; the proposer never counts; an inactive user holds nothing (DESIGN.md,
+Permissions). A person's grants are loaded once (two queries) into an ``Authority``, and
+``reviewers_for`` answers for many versions at once, so lists and digests cost a fixed
+number of queries, not one per row."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.db.models import Q
+
+# The guardian permission models live in ``approvals`` until the layering refactor moves
+# them here; this module is their only reader.
+from approvals.models import (
+    ScopeValueGroupObjectPermission,
+    ScopeValueUserObjectPermission,
+    TenantGroupObjectPermission,
+    TenantUserObjectPermission,
+)
+from memory.errors import Forbidden
+from memory.models import MemoryKind, MemoryVersion, Tenant
+from memory.principals import Principal, principal_for_user
+from memory.rules import TENANT_WIDE
+from memory.selectors import version_visible
+
+REVIEW_PERMISSION: dict[str, str] = {
+    MemoryKind.TASK_FACT.value: "review_task_fact",
+    MemoryKind.ENTERPRISE_RULE.value: "review_enterprise_rule",
+}
+TENANT_WIDE_APPROVAL = "approve_tenant_wide_rule"
+RETIRE = "retire_memory"
+# Holding any of these over an item's scope lets a person open it in the dashboard.
+OVERSIGHT = frozenset({*REVIEW_PERMISSION.values(), TENANT_WIDE_APPROVAL, RETIRE})
+
+Scoped = tuple[str, str, str]  # (codename, dimension, value)
+
+
+def review_permissions(version: MemoryVersion) -> tuple[str, ...]:
+    """The permission that reviews this kind; a preference: any reviewer of its scope."""
+    if version.kind in REVIEW_PERMISSION:
+        return (REVIEW_PERMISSION[version.kind],)
+    return tuple(REVIEW_PERMISSION.values())
+
+
+def is_proposer(principal: Principal, version: MemoryVersion) -> bool:
+    return principal.name == version.proposed_by or (
+        principal.user is not None and version.proposer_user_id == principal.user.pk
+    )
+
+
+@dataclass(frozen=True)
+class Authority:
+    """What one principal may do in its tenant; pure after ``load``."""
+
+    principal: Principal
+    on_tenant: frozenset[str]
+    on_values: frozenset[Scoped]
+
+    @classmethod
+    def load(cls, principal: Principal) -> Authority:
+        user = principal.user
+        if user is None or not user.is_active:
+            return cls(principal, frozenset(), frozenset())
+        grants = _grants(principal.tenant, user_ids=[user.pk], values=None)
+        on_tenant, on_values = grants.get(user.pk, (set(), set()))
+        return cls(principal, frozenset(on_tenant), frozenset(on_values))
+
+    @property
+    def is_person(self) -> bool:
+        user = self.principal.user
+        return user is not None and user.is_active
+
+    def has(self, codename: str) -> bool:
+        """Held on the tenant itself (policy, audit, tenant-wide actions)."""
+        return self.is_person and codename in self.on_tenant
+
+    def holds(self, codename: str, scope: Mapping[str, str]) -> bool:
+        """On the tenant, or on one ``ScopeValue`` the scope names."""
+        return self.has(codename) or (
+            self.is_person
+            and any((codename, dim, str(value)) in self.on_values for dim, value in scope.items())
+        )
+
+    def may_review(self, version: MemoryVersion) -> bool:
+        """Authority over the item's kind and scope (the proposer question is separate,
+        so the API can say why it refuses)."""
+        if not any(self.holds(p, version.scope) for p in review_permissions(version)):
+            return False
+        if version.kind == MemoryKind.ENTERPRISE_RULE and dict(version.scope) == TENANT_WIDE:
+            return self.has(TENANT_WIDE_APPROVAL)
+        return True
+
+    def may_decide(self, version: MemoryVersion) -> bool:
+        """Approve or reject now: may review, can see it, and did not propose it. The
+        queue lists and the emails announce exactly these."""
+        return (
+            self.may_review(version)
+            and version_visible(version, self.principal)
+            and not is_proposer(self.principal, version)
+        )
+
+    def may_retire(self, version: MemoryVersion) -> bool:
+        """``retire_memory`` over the scope; the owner of a preference may end it too."""
+        user = self.principal.user
+        if not self.is_person or user is None:
+            return False
+        if version.kind == MemoryKind.PREFERENCE and version.owner_id == user.pk:
+            return True
+        return self.holds(RETIRE, version.scope)
+
+    def sees(self, version: MemoryVersion) -> bool:
+        """Open it in the dashboard: visible, and theirs or within their oversight."""
+        user = self.principal.user
+        if not self.is_person or user is None or not version_visible(version, self.principal):
+            return False
+        if user.pk in (version.owner_id, version.proposer_user_id):
+            return True
+        return any(self.holds(p, version.scope) for p in OVERSIGHT)
+
+
+def authority_for(principal: Principal) -> Authority:
+    return Authority.load(principal)
+
+
+def may_review(principal: Principal, version: MemoryVersion) -> bool:
+    return Authority.load(principal).may_review(version)
+
+
+def may_retire(principal: Principal, version: MemoryVersion) -> bool:
+    return Authority.load(principal).may_retire(version)
+
+
+def has_tenant_permission(principal: Principal, codename: str) -> bool:
+    return Authority.load(principal).has(codename)
+
+
+def require_tenant_permission(principal: Principal, codename: str, refusal: str) -> None:
+    """403 unless the caller is an active person holding ``codename`` on the tenant."""
+    if not has_tenant_permission(principal, codename):
+        raise Forbidden(refusal)
+
+
+def reviewers_for(versions: Iterable[MemoryVersion]) -> dict[int, list[User]]:
+    """For each version, the active members with an email who may decide it, by name.
+
+    Three queries whatever the number of versions (people, tenant grants, scope-value
+    grants, each direct and through groups), so a digest of N items costs the same as
+    one."""
+    versions = list(versions)
+    result: dict[int, list[User]] = {v.pk: [] for v in versions}
+    by_tenant: dict[int, list[MemoryVersion]] = defaultdict(list)
+    for version in versions:
+        by_tenant[version.tenant_id].append(version)
+    for tenant_id, group in by_tenant.items():
+        people = list(
+            get_user_model()
+            .objects.filter(is_active=True, membership__tenant_id=tenant_id)
+            .exclude(email="")
+            .select_related("membership__tenant")
+            .order_by("username")
+        )
+        values = {(dim, str(value)) for v in group for dim, value in v.scope.items()}
+        grants = _grants(tenant_id, user_ids=None, values=values)
+        for user in people:
+            principal = principal_for_user(user)
+            if principal is None:
+                continue
+            on_tenant, on_values = grants.get(user.pk, (set(), set()))
+            authority = Authority(principal, frozenset(on_tenant), frozenset(on_values))
+            for version in group:
+                if authority.may_decide(version):
+                    result[version.pk].append(user)
+    return result
+
+
+def _grants(
+    tenant: Tenant | int,
+    *,
+    user_ids: list[int] | None,
+    values: set[tuple[str, str]] | None,
+) -> dict[int, tuple[set[str], set[Scoped]]]:
+    """Per user: codenames on the tenant and (codename, dimension, value) on scope values,
+    direct and through groups, in two queries. ``values=None`` loads every scope value."""
+    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    direct_user = Q() if user_ids is None else Q(user_id__in=user_ids)
+    group_user = Q() if user_ids is None else Q(group__user__in=user_ids)
+    on_tenant = (
+        TenantUserObjectPermission.objects.filter(direct_user, content_object_id=tenant_id)
+        .values_list("user_id", "permission__codename")
+        .union(
+            TenantGroupObjectPermission.objects.filter(
+                group_user, content_object_id=tenant_id, group__user__isnull=False
+            ).values_list("group__user", "permission__codename")
+        )
+    )
+    named = Q()
+    if values is not None:
+        named = Q(pk__in=[])
+        for dim, value in values:
+            named |= Q(content_object__dimension=dim, content_object__value=value)
+    columns = ("permission__codename", "content_object__dimension", "content_object__value")
+    on_values = (
+        ScopeValueUserObjectPermission.objects.filter(
+            named, direct_user, content_object__tenant_id=tenant_id
+        )
+        .values_list("user_id", *columns)
+        .union(
+            ScopeValueGroupObjectPermission.objects.filter(
+                named, group_user, content_object__tenant_id=tenant_id, group__user__isnull=False
+            ).values_list("group__user", *columns)
+        )
+    )
+    result: dict[int, tuple[set[str], set[Scoped]]] = defaultdict(lambda: (set(), set()))
+    if values is None or values:
+        for user_id, codename, dim, value in on_values:
+            result[user_id][1].add((codename, dim, value))
+    for user_id, codename in on_tenant:
+        result[user_id][0].add(codename)
+    return dict(result)
