@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from approvals import services as review
 from approvals.admin import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
+from memory import people
 from memory.errors import Conflict
 from memory.models import (
     Alias,
@@ -45,9 +49,61 @@ class MembershipAdmin(ReadOnlyAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(ReadOnlyAdmin):
-    list_display = ("prefix", "tenant", "principal", "agent_name", "user", "revoked_at")
+    list_display = (
+        "prefix",
+        "tenant",
+        "principal",
+        "agent_name",
+        "user",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    )
     list_filter = ("tenant", "principal")
     exclude = ("key_hash",)
+
+
+if TYPE_CHECKING:
+    UserAdminBase = UserAdmin[User]
+else:  # generic only in django-stubs
+    UserAdminBase = UserAdmin
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class PersonAdmin(UserAdminBase):
+    """Django's user admin, with (de)activation through the audited services: editing
+    ``is_active`` on the form would change a person's powers without an audit event."""
+
+    actions = ("deactivate_selected", "reactivate_selected")
+    list_display = ("username", "email", "is_active", "is_staff", "last_login")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return (*super().get_readonly_fields(request, obj), "is_active")
+
+    @admin.action(description="Deactivate selected people (audited)", permissions=["change"])
+    def deactivate_selected(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        self._set_active(request, queryset, people.user_deactivate, "deactivated")
+
+    @admin.action(description="Reactivate selected people (audited)", permissions=["change"])
+    def reactivate_selected(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        self._set_active(request, queryset, people.user_reactivate, "reactivated")
+
+    def _set_active(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[User],
+        service: Callable[..., User],
+        done: str,
+    ) -> None:
+        actor = f"user:{request.user.get_username()}"
+        for user in queryset.filter(membership__isnull=False):
+            if user.pk == request.user.pk:
+                self.message_user(request, f"{user}: you cannot change yourself", messages.ERROR)
+                continue
+            service(user=user, actor=actor)
+            self.message_user(request, f"{user}: {done}", messages.SUCCESS)
 
 
 @admin.register(ScopeValue)

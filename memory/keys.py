@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ApiKey, Tenant
@@ -60,8 +61,9 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
     An agent key's rows are remembered in this process for ``REMEMBER_SECONDS``; each
     request still reads whether the key is revoked and its current labels, with one
     query by primary key that skips the ORM's query building (the hot path's cost).
-    Revocation and label changes, however they are made, apply to the next request.
-    Person keys are loaded whole each time (their user must be current)."""
+    Revocation, expiry and label changes, however they are made, apply to the next
+    request. Person keys are loaded whole each time, with their user and membership: a
+    deactivated person is refused, and the key carries the person's current labels."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
@@ -90,11 +92,14 @@ _REVOKED: Any = object()
 
 
 def _live_labels(key_id: int) -> Any:
-    """The key's current labels, or ``_REVOKED`` when it is revoked (or gone)."""
+    """The key's current labels, or ``_REVOKED`` when it is revoked, expired (or gone)."""
     table = connection.ops.quote_name(ApiKey._meta.db_table)
-    sql = f"SELECT labels FROM {table} WHERE id = %s AND revoked_at IS NULL"  # noqa: S608
+    sql = (
+        f"SELECT labels FROM {table} WHERE id = %s AND revoked_at IS NULL"  # noqa: S608
+        " AND (expires_at IS NULL OR expires_at > %s)"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [key_id])
+        cursor.execute(sql, [key_id, timezone.now()])
         row = cursor.fetchone()
     # Both backends hand JSON columns over as text (Django decodes them in the ORM).
     return _REVOKED if row is None else json.loads(row[0])
@@ -104,9 +109,12 @@ def _load(prefix: str, digest: str) -> ApiKey | None:
     key = (
         ApiKey.objects.select_related("tenant", "user", "user__membership")
         .filter(prefix=prefix, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
         .first()
     )
     if key is None or not hmac.compare_digest(key.key_hash, digest):
+        return None
+    if key.user is not None and not key.user.is_active:
         return None
     return key
 
@@ -127,10 +135,14 @@ def _remember(digest: str, key: ApiKey) -> _Remembered:
 
 
 def _touch(key: ApiKey) -> bool:
-    """Record use at most once a minute, so authentication is not a write per request."""
+    """Record use at most once a minute, so authentication is not a write per request.
+
+    The UPDATE is conditional, so processes that each think the stamp is old write it
+    once between them, and a request that knows it is fresh writes nothing."""
     now = timezone.now()
-    if key.last_used_at is None or now - key.last_used_at > _LAST_USED_RESOLUTION:
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        key.last_used_at = now
-        return True
-    return False
+    if key.last_used_at is not None and now - key.last_used_at <= _LAST_USED_RESOLUTION:
+        return False
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - _LAST_USED_RESOLUTION)
+    ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now
+    return True

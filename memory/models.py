@@ -71,6 +71,12 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Refused from this moment; empty: never expires."
+    )
+    lifetime = models.DurationField(
+        null=True, blank=True, help_text="How long the key lives; a rotation keeps it."
+    )
 
     class Meta:
         constraints = [

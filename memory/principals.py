@@ -25,20 +25,25 @@ class Principal:
 
 
 def principal_for_key(key: ApiKey) -> Principal:
-    labels = frozenset(str(label) for label in key.labels)
+    """An agent key carries its own labels; a person's key, the person's current ones
+    (their membership, read with the key on every request: never a stale grant)."""
     if key.principal == ApiKey.Principal.AGENT:
+        labels = frozenset(str(label) for label in key.labels)
         return Principal(tenant=key.tenant, name=key.principal_name, labels=labels, api_key=key)
     user = key.user
     assert user is not None  # noqa: S101 - guaranteed by the check constraint
+    membership = getattr(user, "membership", None)
+    labels = frozenset(str(label) for label in (membership.labels if membership else ()))
     return Principal(
         tenant=key.tenant, name=key.principal_name, labels=labels, user=user, api_key=key
     )
 
 
 def principal_for_user(user: User) -> Principal | None:
-    """A logged-in person (dashboard session) acts with their membership's labels."""
+    """A logged-in person (dashboard session) acts with their membership's labels; a
+    deactivated one is nobody."""
     membership = getattr(user, "membership", None)
-    if membership is None:
+    if membership is None or not user.is_active:
         return None
     labels = frozenset(str(label) for label in membership.labels)
     return Principal(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -91,6 +91,7 @@ def api_key_create(
     agent_name: str = "",
     user: User | None = None,
     labels: Sequence[str] = (),
+    expires_in: timedelta | None = None,
     actor: str = "operator",
 ) -> tuple[ApiKey, str]:
     """Return the key row and the raw key, which exists only in this return value."""
@@ -105,6 +106,8 @@ def api_key_create(
             agent_name=agent_name if user is None else "",
             user=user,
             labels=list(labels),
+            lifetime=expires_in,
+            expires_at=timezone.now() + expires_in if expires_in else None,
         )
         audit_append(
             tenant=tenant,
@@ -112,7 +115,10 @@ def api_key_create(
             action="api_key.created",
             target_type="api_key",
             target_id=lookup,
-            data={"principal": key.principal_name},
+            data={
+                "principal": key.principal_name,
+                "expires_at": key.expires_at.isoformat() if key.expires_at else None,
+            },
         )
     return key, raw
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -7,6 +9,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.models import Tenant
 from memory.services import api_key_create
+
+LIFETIME_RE = re.compile(r"^(?P<count>[1-9][0-9]{0,5})(?P<unit>[dh])$")
+
+
+def parse_lifetime(raw: str) -> timedelta:
+    """``90d`` or ``12h``: a key that expires is a smaller leak than one that never does."""
+    match = LIFETIME_RE.match(raw.strip())
+    if match is None:
+        raise CommandError(f"--expires-in {raw!r}: expected a number of days or hours, e.g. 90d")
+    unit = "days" if match["unit"] == "d" else "hours"
+    return timedelta(**{unit: int(match["count"])})
 
 
 class Command(BaseCommand):
@@ -18,8 +31,12 @@ class Command(BaseCommand):
         who.add_argument("--agent")
         who.add_argument("--user")
         parser.add_argument("--labels", default="")
+        parser.add_argument(
+            "--expires-in", default=None, help="lifetime, e.g. 90d or 12h; default: never"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        lifetime = parse_lifetime(options["expires_in"]) if options["expires_in"] else None
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"no tenant {options['tenant']!r}")
@@ -36,6 +53,10 @@ class Command(BaseCommand):
             if not labels:
                 labels = list(user.membership.labels)
         _, raw = api_key_create(
-            tenant=tenant, agent_name=options["agent"] or "", user=user, labels=labels
+            tenant=tenant,
+            agent_name=options["agent"] or "",
+            user=user,
+            labels=labels,
+            expires_in=lifetime,
         )
         self.stdout.write(raw)
