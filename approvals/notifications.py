@@ -90,7 +90,7 @@ def notify_pending_review(version_id: int) -> int:
 def notify_owner(version_id: int, event: str, template: str, context: dict[str, Any]) -> bool:
     version = MemoryVersion.objects.select_related("owner", "item").get(pk=version_id)
     owner = version.owner
-    if not owner.email:
+    if not owner.email or not owner.is_active:  # a deactivated person gets no email
         return False
     claim = _claim(f"{event}:{version.pk}", owner, version.tenant_id)
     if claim is None:

@@ -91,6 +91,18 @@ def test_a_deactivated_reviewer_is_never_emailed_and_reactivation_restores_every
     assert _dashboard(flow, "omar").get("/").status_code == 200
 
 
+def test_a_deactivated_owner_is_not_told_that_checks_failed(flow: Flow):
+    too_broad = {"kind": "inapplicable", "context": {"project": "P-9"}, "expect": "does_not_apply"}
+    memory = flow.rule({"project": "P-9"}, scenarios=[too_broad], owner="omar")
+    people.user_deactivate(user=flow.world.users["omar"])
+    mail.outbox.clear()
+
+    flow.approve(memory["id"], "rita", "lena")
+
+    assert head(memory["id"]).status == "checks_failed"
+    assert not [m for m in mail.outbox if "omar@example.com" in m.to]
+
+
 def test_deactivate_and_reactivate_commands_are_audited(flow: Flow):
     out = StringIO()
     call_command("deactivate_user", "omar", tenant="acme", stdout=out)
