@@ -7,17 +7,17 @@ the tenant grant nothing over items."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.test import Client
-from guardian.shortcuts import assign_perm
 
 from approvals.dashboard.queue import review_queue
+from approvals.permissions import permission_grant
+from audit.models import AuditEvent
 from core.authority import Authority, reviewers_for
-from memory.models import MemoryVersion, ScopeValue, Status
+from memory.models import MemoryVersion, Status
 from memory.principals import principal_for_user
 from tests.approvals.support import Flow, head, person
 
@@ -28,15 +28,16 @@ P9 = {"project": "P-9", "supplier": "S-17"}
 def grant_to_group(flow: Flow, user: User, grant: str) -> None:
     """``PERM`` or ``PERM@DIM=VALUE`` granted to a group ``user`` belongs to."""
     perm, _, target = grant.partition("@")
+    dim, _, value = target.partition("=")
     group, _ = Group.objects.get_or_create(name=f"{user.username}-team")
     group.user_set.add(user)
-    obj: Any = flow.world.tenant
-    if target:
-        dim, _, value = target.partition("=")
-        obj, _ = ScopeValue.objects.get_or_create(
-            tenant=flow.world.tenant, dimension=dim, value=value
-        )
-    assign_perm(f"memory.{perm}", group, obj)
+    permission_grant(
+        group=group,
+        tenant=flow.world.tenant,
+        codename=perm,
+        dimension=dim or None,
+        value=value or None,
+    )
 
 
 def queue_of(user: User) -> list[str]:
@@ -120,6 +121,18 @@ def test_a_group_granted_reviewer_gets_the_pending_email_and_can_approve(flow: F
     assert memory["id"] in message.body
     flow.approve(memory["id"], "gus", "rita")
     assert flow.memory(memory["id"])["status"] == "active"
+
+
+def test_a_group_grant_is_audited_under_the_groups_name(flow: Flow):
+    grant_to_group(flow, person(flow.world, "gus"), "review_task_fact@project=P-9")
+
+    event = AuditEvent.objects.filter(tenant=flow.world.tenant, action="permission.granted").last()
+    assert event is not None
+    assert (event.target_type, event.target_id, event.data) == (
+        "group",
+        "gus-team",
+        {"permission": "review_task_fact", "on": "project=P-9"},
+    )
 
 
 def test_leaving_the_group_ends_the_authority(flow: Flow):

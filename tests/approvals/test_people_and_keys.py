@@ -173,6 +173,13 @@ def test_create_api_key_accepts_hours(flow: Flow):
     assert key.lifetime == timedelta(hours=12)
 
 
+def test_a_personal_key_takes_no_labels_of_its_own(flow: Flow):
+    with pytest.raises(CommandError, match="--labels is for agent keys"):
+        call_command("create_api_key", tenant="acme", user="nora", labels="finance")
+
+    assert ApiKey.objects.filter(user=flow.world.users["nora"]).count() == 1
+
+
 def test_a_rotated_key_stops_working_and_its_successor_works(flow: Flow):
     old_raw = flow.world.keys["agent"]
     old = ApiKey.objects.get(prefix=_prefix(old_raw))

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         who = parser.add_mutually_exclusive_group(required=True)
         who.add_argument("--agent")
         who.add_argument("--user")
-        parser.add_argument("--labels", default="")
+        parser.add_argument("--labels", default="", help="agent keys only, e.g. staff,finance")
         parser.add_argument(
             "--expires-in", default=None, help="lifetime, e.g. 90d or 12h; default: never"
         )
@@ -50,8 +50,11 @@ class Command(BaseCommand):
             )
             if user is None:
                 raise CommandError(f"no user {options['user']!r} in tenant {tenant.slug}")
-            if not labels:
-                labels = list(user.membership.labels)
+            if labels:
+                raise CommandError(
+                    "--labels is for agent keys: a person's key carries the person's "
+                    "current labels (their membership), read on every request"
+                )
         _, raw = api_key_create(
             tenant=tenant,
             agent_name=options["agent"] or "",
