@@ -114,8 +114,8 @@ def test_publishing_a_policy_changes_the_policy_version_of_the_next_answer(
     with django_capture_on_commit_callbacks(execute=True):
         services.policy_publish(
             principal=world.principal("rita"),
-            precedence={"kind_rank": ["preference", "task_fact", "enterprise_rule"]},
-            reason="preferences first",
+            precedence={"order": ["kind", "specificity", "verification", "valid_from"]},
+            reason="kinds first",
         )
 
     assert resolve_for(agent, now_request(subject))["policy_version"] == "2"

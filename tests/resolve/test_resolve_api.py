@@ -55,30 +55,51 @@ def test_every_answer_names_the_policy_version(world, story, dana, home):
 
 
 def test_a_published_policy_is_the_one_answers_use(world, story, dana, home, office):
-    preference_first = {
+    kind_first = {
         "order": ["kind", "specificity", "verification", "valid_from"],
-        "kind_rank": ["preference", "task_fact", "enterprise_rule"],
+        "kind_rank": ["task_fact", "enterprise_rule", "preference"],
     }
     before = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
     with story.on_commit(execute=True):  # cache invalidation and re-validation run on commit
         published = world.client("rita").post(
             "/api/v1/policy",
-            {"precedence": preference_first, "reason": "customers' own words first"},
+            {"precedence": kind_first, "reason": "kinds first"},
             format="json",
         )
 
     body = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
-    nothing_known = resolve(world.client("agent"), subject="ent_nobody")
     current = world.client("agent").get("/api/v1/policy").json()
 
     assert winners(before) == {"delivery_address": "4 Dock Road"}
+    assert before["facts"][0]["reason"] == (
+        f"task scope is more specific than the preference ({home.item_id}, unscoped)"
+    )
     assert published.status_code == 201, published.content
     assert published.json()["version"] == "2"
     assert current["version"] == "2"
     assert body["policy_version"] == "2"
-    assert nothing_known["policy_version"] == "2"
-    assert winners(body) == {"delivery_address": "12 Elm Street"}
-    assert body["facts"][0]["reason"] == f"preference outranks task_fact ({office.item_id})"
+    assert winners(body) == {"delivery_address": "4 Dock Road"}
+    assert body["facts"][0]["reason"] == f"task_fact outranks preference ({home.item_id})"
+
+
+def test_a_policy_ranking_preferences_above_reviewed_kinds_is_refused(world, story, dana, office):
+    preference_first = {"kind_rank": ["preference", "task_fact", "enterprise_rule"]}
+
+    response = world.client("rita").post(
+        "/api/v1/policy",
+        {"precedence": preference_first, "reason": "customers' own words first"},
+        format="json",
+    )
+
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["errors"] == {
+        "precedence": [
+            "precedence.kind_rank: 'preference' must be ranked last: an unreviewed item "
+            "never outranks a reviewed one (task_fact, enterprise_rule)"
+        ]
+    }
+    assert world.client("agent").get("/api/v1/policy").json()["version"] == "1"
 
 
 def test_an_agent_cannot_publish_a_policy(world):
