@@ -217,7 +217,10 @@ def _lacking_labels(version: MemoryVersion) -> tuple[str, ...] | None:
     restrictive = [labels for labels in sets if "*" not in labels]
     if not restrictive:
         return None
-    every = {label for labels in sets for label in labels if label != "*"}
+    # Every label anyone may need, including those the resolver filters on (the stored
+    # copy): a copy gone stale would then let this principal through, and fail the check.
+    stored = [frozenset(labels) for labels in version.required_visibility]
+    every = {label for labels in [*sets, *stored] for label in labels if label != "*"}
     return tuple(sorted(every - restrictive[0]))
 
 
