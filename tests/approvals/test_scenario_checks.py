@@ -4,14 +4,17 @@ ones where its basis was revoked). All must pass; a failure keeps the item out o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from django.core import mail
 from django.utils import timezone
 
 from approvals import checking, tasks
+from approvals import checks as scenario_checks
 from approvals.models import CheckResult
 from memory.models import Source, Status
+from memory.selectors import current_policy, resolver_policy
 from tests.approvals.support import Flow, head
 from tests.conftest import iso
 
@@ -277,3 +280,24 @@ def test_labels_changed_behind_the_services_back_fail_the_visibility_check(
     assert row.outcome == "failed"
     assert row.scenario["labels"] == ["staff"]
     assert row.detail.startswith("selected (expected does not apply)")
+
+
+def test_the_other_subject_scenario_asks_about_a_real_subject_and_can_fail(flow: Flow):
+    # Given another subject of the tenant with a memory of the same field.
+    other = flow.subject("Spot purchasing")
+    flow.active_rule({"project": "P-9"}, subject=other, value="check every delivery")
+    memory = flow.active_rule({"project": "P-10"})
+    version = head(memory["id"])
+    policy = resolver_policy(current_policy(version.tenant))
+    now = timezone.now()
+
+    specs = {s.name: s for s in scenario_checks.generated_specs(version, now)}
+    another = specs["inapplicable: another subject"]
+    outcome = scenario_checks.evaluate(version, another, policy, now)
+    # The same question about the version's own subject: the check must notice.
+    own = scenario_checks.evaluate(version, replace(another, subject_id=None), policy, now)
+
+    assert another.subject_id == other
+    assert outcome.passed is True
+    assert own.passed is False
+    assert own.detail.startswith("selected (expected does not apply)")
