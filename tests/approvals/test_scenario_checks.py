@@ -282,7 +282,7 @@ def test_labels_changed_behind_the_services_back_fail_the_visibility_check(
     assert row.detail.startswith("selected (expected does not apply)")
 
 
-def test_the_other_subject_scenario_asks_about_a_real_subject_and_can_fail(flow: Flow):
+def test_other_subject_and_tenant_scenarios_ask_real_questions_that_can_fail(flow: Flow):
     # Given another subject of the tenant with a memory of the same field.
     other = flow.subject("Spot purchasing")
     flow.active_rule({"project": "P-9"}, subject=other, value="check every delivery")
@@ -296,7 +296,11 @@ def test_the_other_subject_scenario_asks_about_a_real_subject_and_can_fail(flow:
     outcome = scenario_checks.evaluate(version, another, policy, now)
     # The same question about the version's own subject: the check must notice.
     own = scenario_checks.evaluate(version, replace(another, subject_id=None), policy, now)
+    other_tenant = specs["inapplicable: another tenant"]
+    own_tenant = replace(other_tenant, tenant_id=None)
 
+    assert scenario_checks.evaluate(version, other_tenant, policy, now).passed is True
+    assert scenario_checks.evaluate(version, own_tenant, policy, now).passed is False
     assert another.subject_id == other
     assert outcome.passed is True
     assert own.passed is False
