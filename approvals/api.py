@@ -14,7 +14,7 @@ from approvals import services
 from approvals.models import CheckResult
 from memory import selectors
 from memory.api import _ANY_OBJECT, _memory_response, _valid
-from memory.serializers import ScenarioInput, iso
+from memory.serializers import LabelListField, ScenarioInput, iso, source_representation
 from memory.views_base import MemgovAPIView
 
 
@@ -28,6 +28,10 @@ class ReasonInput(serializers.Serializer[Any]):
 
 class RetireInput(ReasonInput):
     in_flight = serializers.ChoiceField(choices=["reverify", "continue"], required=False)
+
+
+class VisibilityInput(ReasonInput):
+    visibility = LabelListField(min_length=1, max_length=100)
 
 
 class LinkInput(serializers.Serializer[Any]):
@@ -159,3 +163,27 @@ class SourceRevokeView(MemgovAPIView):
                 "revoked_at": iso(selectors.access_source(self.principal(), source_id).revoked_at),
             }
         )
+
+
+class SourceVisibilityView(MemgovAPIView):
+    @extend_schema(
+        request=VisibilityInput,
+        operation_id="source_visibility_change",
+        description=(
+            "The original data's access changed: set the source's visibility labels "
+            "(user with retire_memory). Every memory built on it follows on the next "
+            "resolve. Answers the source."
+        ),
+        responses={200: _ANY_OBJECT},
+    )
+    def post(self, request: Request, source_id: str) -> Response:
+        principal = self.principal()
+        source = selectors.access_source(principal, source_id)
+        data = _valid(VisibilityInput, request)
+        changed = services.source_visibility_change(
+            principal=principal,
+            source=source,
+            visibility=data["visibility"],
+            reason=data["reason"],
+        )
+        return Response(source_representation(changed))

@@ -1,7 +1,23 @@
 """Scenario checks (DESIGN.md, Scenario checks), run through the resolver agents use.
 
 Every scenario asks the real candidate query and the pure resolver a question with the
-version under check treated as active, and compares the answer with what must happen."""
+version under check treated as active, and compares the answer with what must happen.
+Each generated scenario can fail; one that could not would prove nothing, so it is not
+generated:
+
+- *another subject* / *another tenant*: the version's own row is injected into the
+  candidate query (``include``) for a real other subject of the tenant (a made-up id when
+  there is none) and for a tenant id no tenant has; only the query's tenant and subject
+  filters keep it out, so a loader that let rows cross subjects or tenants fails them.
+- *revoked*: the version's basis is revoked; the version must drop out and the field must
+  fall back to what resolved before this version (its still-active predecessor counts).
+  It fails when revoking the basis would also withdraw what answered before (another
+  item citing the same record) or leave the version in use.
+- *visibility* (only for an item with restrictive labels): a principal holding none of
+  the labels of one restrictive source or of the item's own visibility, as those labels
+  are *now*, must not get it. It fails when the labels the resolver filters on are not
+  the sources' current ones.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +29,15 @@ from typing import Any
 from audit.chain import digest
 from memory import resolver
 from memory.candidates import CandidateRequest, load_candidates
-from memory.models import MemoryKind, MemoryVersion, Scenario, ScopeValue, Status
+from memory.models import (
+    Entity,
+    MemoryKind,
+    MemoryVersion,
+    Scenario,
+    ScopeValue,
+    Source,
+    Status,
+)
 from memory.rules import TENANT_WIDE
 
 ONE_DAY = timedelta(days=1)
@@ -35,9 +59,12 @@ class Spec:
     subject_id: str | None = None
     revoke_basis: bool = False
     regression_of: str | None = None
+    labels: tuple[str, ...] | None = None  # the asking principal's; None: every label
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {} if self.labels is None else {"labels": list(self.labels)}
         return {
+            **extra,
             "name": self.name,
             "kind": self.kind,
             "context": self.context,
@@ -123,7 +150,7 @@ def generated_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
         context,
         inside,
         "does_not_apply",
-        subject_id=OTHER_SUBJECT,
+        subject_id=_other_subject(version),
     )
     yield Spec(
         "inapplicable: another tenant",
@@ -147,7 +174,54 @@ def generated_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
             "does_not_apply",
             revoke_basis=True,
         )
+    hidden_from = _lacking_labels(version)
+    if hidden_from is not None:
+        yield Spec(
+            "visibility: a principal lacking its labels",
+            "visibility",
+            context,
+            inside,
+            "does_not_apply",
+            labels=hidden_from,
+        )
     yield from _regression_specs(version, now)
+
+
+def _other_subject(version: MemoryVersion) -> str:
+    """A real other subject of the tenant, preferring one with memories of the same field
+    (so the query has rows to mix the version into); a made-up id when none exists."""
+    others = Entity.objects.filter(tenant_id=version.tenant_id).exclude(pk=version.subject_id)
+    with_field = others.filter(memory_items__field=version.field).order_by("pk")
+    found = with_field.values_list("pk", flat=True).first() or (
+        others.order_by("pk").values_list("pk", flat=True).first()
+    )
+    return str(found or OTHER_SUBJECT)
+
+
+def current_label_sets(version: MemoryVersion) -> list[frozenset[str]]:
+    """The labels a reader needs now: each cited source's current labels, and the
+    item's own visibility (which can only narrow)."""
+    visibility = dict(
+        Source.objects.filter(pk__in=version.source_ids).values_list("pk", "visibility")
+    )
+    sets = [frozenset(visibility.get(pk) or ["*"]) for pk in version.source_ids]
+    if list(version.visibility) != ["*"]:
+        sets.append(frozenset(version.visibility))
+    return sets
+
+
+def _lacking_labels(version: MemoryVersion) -> tuple[str, ...] | None:
+    """Labels of a principal who may see everything about the item except one restrictive
+    label set; None when nothing about the item is restricted."""
+    sets = current_label_sets(version)
+    restrictive = [labels for labels in sets if "*" not in labels]
+    if not restrictive:
+        return None
+    # Every label anyone may need, including those the resolver filters on (the stored
+    # copy): a copy gone stale would then let this principal through, and fail the check.
+    stored = [frozenset(labels) for labels in version.required_visibility]
+    every = {label for labels in [*sets, *stored] for label in labels if label != "*"}
+    return tuple(sorted(every - restrictive[0]))
 
 
 def _regression_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
@@ -196,6 +270,10 @@ def _ask(
     *,
     with_version: bool,
 ) -> resolver.Resolution:
+    """``with_version``: as if the version were active (and its lineage's older versions
+    over, except under a revoked basis, where the predecessor is the fallback); without
+    it: what resolves now, before this version, with nothing revoked."""
+    revoked = spec.revoke_basis and with_version
     request = CandidateRequest(
         tenant_id=spec.tenant_id if spec.tenant_id is not None else version.tenant_id,
         subject_id=spec.subject_id or str(version.subject_id),
@@ -203,14 +281,23 @@ def _ask(
         context=spec.context,
         known_at=now,
         include=version.pk if with_version else None,
-        exclude_item=version.item_id if with_version else None,
-        revoked_sources=version.source_ids if spec.revoke_basis else (),
+        exclude_item=version.item_id if with_version and not revoked else None,
+        # "before" never holds the version itself, even when it is already active
+        # (revalidation): it is what resolves without it.
+        exclude_version=None if with_version else version.pk,
+        revoked_sources=version.source_ids if revoked else (),
+        revocation_spares_item=version.item_id if revoked else None,
+    )
+    labels = (
+        frozenset(spec.labels)
+        if spec.labels is not None
+        else frozenset({"*"}) | _all_labels(version)
     )
     query = resolver.Query(
         context=spec.context,
         valid_at=spec.valid_at,
         known_at=now,
-        labels=frozenset({"*"}) | _all_labels(version),
+        labels=labels,
         fields=(version.field,),
     )
     candidates = load_candidates(request)
@@ -242,10 +329,12 @@ def _all_labels(version: MemoryVersion) -> frozenset[str]:
     return frozenset(label for labels in version.required_visibility for label in labels)
 
 
-def _selected(resolution: resolver.Resolution, item_id: str) -> bool:
-    return any(f.candidate.memory_id == item_id for f in resolution.facts) or any(
-        p.candidate.memory_id == item_id for p in resolution.plans
-    )
+def _selected(resolution: resolver.Resolution, version: MemoryVersion) -> bool:
+    """This version, not its lineage: under a revoked basis the predecessor may answer."""
+    mine = (version.item_id, version.number)
+    return any(
+        (f.candidate.memory_id, f.candidate.version) == mine for f in resolution.facts
+    ) or any((p.candidate.memory_id, p.candidate.version) == mine for p in resolution.plans)
 
 
 def _winner(resolution: resolver.Resolution) -> tuple[str, int] | None:
@@ -267,7 +356,7 @@ def evaluate(version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: d
     after = _ask(version, spec, policy, now, with_version=True)
     if spec.expect == "no_new_conflict":
         return _regression(version, spec, policy, now, after)
-    selected = _selected(after, version.item_id)
+    selected = _selected(after, version)
     wanted = spec.expect == "applies"
     passed = selected == wanted
     verdict = "selected" if selected else "not selected"
@@ -278,7 +367,8 @@ def evaluate(version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: d
             return Outcome(
                 spec,
                 False,
-                f"fallback differs from before: {_summary(after)} vs {_summary(before)}",
+                "revoking its basis would not fall back to what resolved before "
+                f"(another item cites it too?): {_summary(after)} vs {_summary(before)}",
             )
         detail += f"; falls back to: {_summary(before)}"
     return Outcome(spec, passed, detail)

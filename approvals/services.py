@@ -15,7 +15,7 @@ from approvals.lifecycle import IN_USE_OR_OPEN, bump_on_commit, end_use, locked_
 from approvals.models import Approval
 from audit.chain import digest
 from audit.services import audit_append
-from core.authority import Authority, is_proposer, may_retire, may_review
+from core.authority import Authority, has_tenant_permission, is_proposer, may_retire, may_review
 from memory.errors import Conflict, Forbidden, InvalidContent
 from memory.models import (
     OPEN_STATUSES,
@@ -300,3 +300,59 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
                 flag_event="retired",
             )
     return [item.pk for item in items]
+
+
+VISIBILITY_REFUSAL = "Changing a source's labels needs the retire_memory permission on the tenant."
+
+
+def _required_visibility(
+    version: MemoryVersion, labels: Mapping[str, list[str]]
+) -> list[list[str]]:
+    """What a reader must satisfy, rebuilt as at proposal: every source's labels, then the
+    item's own visibility when it narrows (memory.services._create_version)."""
+    required = [list(labels[pk]) for pk in version.source_ids if pk in labels]
+    if list(version.visibility) != ["*"]:
+        required.append(list(version.visibility))
+    return required
+
+
+def source_visibility_change(
+    *, principal: Principal, source: Source, visibility: list[str], reason: str
+) -> Source:
+    """The original data's access changed: the source's labels follow, and so does every
+    version built on it, from the next resolve on (the subjects' cache generations are
+    bumped on commit, before the request returns). Sources are otherwise immutable."""
+    _require_person(principal, "change a source's labels")
+    if not has_tenant_permission(principal, "retire_memory"):
+        raise Forbidden(VISIBILITY_REFUSAL)
+    labels = sorted(dict.fromkeys(visibility))
+    with transaction.atomic(durable=True):
+        locked = Source.objects.select_for_update(no_key=True).get(pk=source.pk)
+        before = list(locked.visibility)
+        locked.visibility = labels
+        locked.save(update_fields=["visibility"])
+        versions = list(
+            MemoryVersion.objects.select_for_update(no_key=True)
+            .filter(sources=locked)
+            .order_by("pk")
+        )
+        cited = {pk for v in versions for pk in v.source_ids}
+        current = dict(Source.objects.filter(pk__in=cited).values_list("pk", "visibility"))
+        for version in versions:
+            version.required_visibility = _required_visibility(version, current)
+        MemoryVersion.objects.bulk_update(versions, ["required_visibility"])
+        audit_append(
+            tenant=locked.tenant,
+            actor=principal.name,
+            action="source.visibility_changed",
+            target_type="source",
+            target_id=locked.pk,
+            data={
+                "before": before,
+                "after": labels,
+                "reason_sha256": digest(reason),
+                "memories": sorted({v.item_id for v in versions}),
+            },
+        )
+        bump_on_commit(versions)
+    return locked

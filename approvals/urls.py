@@ -11,4 +11,5 @@ urlpatterns = [
     path("memories/<str:memory_id>/checks", api.ChecksView.as_view()),
     path("memories/<str:memory_id>/link-subject", api.LinkSubjectView.as_view()),
     path("sources/<str:source_id>/revoke", api.SourceRevokeView.as_view()),
+    path("sources/<str:source_id>/visibility", api.SourceVisibilityView.as_view()),
 ]

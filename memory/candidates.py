@@ -86,7 +86,12 @@ class CandidateRequest:
     prefilter: bool = True
     include: int | None = None
     exclude_item: str | None = None
+    exclude_version: int | None = None
     revoked_sources: Collection[str] = field(default_factory=tuple)
+    # The revocation spares this lineage's versions other than ``include``: the revoked
+    # scenario asks what resolves when the new version loses its basis, and the still
+    # active predecessor is the fallback (approvals/checks.py).
+    revocation_spares_item: str | None = None
     # Also read the tenant's current policy (see ``load_candidates_and_policy``).
     with_policy: bool = False
 
@@ -111,6 +116,8 @@ def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion, Any
     in_use = _in_use(request.known_at)
     if request.exclude_item:
         in_use &= ~Q(item_id=request.exclude_item)
+    if request.exclude_version is not None:
+        in_use &= ~Q(pk=request.exclude_version)
     if request.include is not None:
         in_use |= Q(pk=request.include)
     rows = MemoryVersion.objects.filter(
@@ -124,7 +131,10 @@ def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion, Any
         # the expiry task ends their use within a minute.
         rows = rows.filter(_scope_within(request.context))
     if request.revoked_sources:
-        rows = rows.exclude(sources__in=list(request.revoked_sources))
+        hit = Q(sources__in=list(request.revoked_sources))
+        if request.revocation_spares_item:
+            hit &= ~Q(item_id=request.revocation_spares_item) | Q(pk=request.include)
+        rows = rows.exclude(hit)
     rows = rows.annotate(pending=_PENDING_CORRECTION)
     columns = [*_CANDIDATE_COLUMNS, "pending"]
     if request.with_policy:

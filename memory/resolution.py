@@ -18,7 +18,7 @@ from audit.models import RetrievalRecord, RetrievalUse
 from memory import resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.principals import Principal
-from memory.selectors import current_policy, resolver_policy
+from memory.selectors import current_policy, require_subject, resolver_policy
 from memory.serializers import iso
 
 
@@ -101,7 +101,8 @@ def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Deci
             prefilter=not request.explain,
         )
     )
-    if current is None:  # no candidate row carried it
+    if current is None:  # no candidate row carried it (nor proved the subject exists)
+        require_subject(principal.tenant, request.subject)
         policy = resolver_policy(current_policy(principal.tenant))
     else:
         policy = resolver.Policy.from_precedence(str(current.version), current.precedence)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 __all__ = [
     "CRITERIA",
     "KIND_RANK",
+    "REVIEWED_KINDS",
     "VERIFICATION_RANK",
     "Abstention",
     "Candidate",
@@ -28,6 +29,7 @@ __all__ = [
     "PolicyError",
     "Query",
     "Resolution",
+    "check_publishable",
     "in_use_at",
     "is_expired",
     "is_pending_plan",
@@ -41,6 +43,11 @@ __all__ = [
 KIND_RANK: tuple[str, ...] = ("task_fact", "enterprise_rule", "preference")
 VERIFICATION_RANK: tuple[str, ...] = ("verified_record", "confirmed", "asserted")
 CRITERIA: tuple[str, ...] = ("specificity", "kind", "verification", "valid_from")
+# Kinds a reviewer approved. Their tier comes before every policy criterion and no policy
+# can move it: an agent could otherwise file a business exception as a "preference" with a
+# narrow scope and, being more specific, outrank the approved rule without any review.
+REVIEWED_KINDS: frozenset[str] = frozenset({"task_fact", "enterprise_rule"})
+UNREVIEWED_KIND = "preference"
 PRECEDENCE_KEYS: tuple[str, ...] = ("order", "kind_rank", "verification_rank")
 
 WILDCARD = "*"
@@ -102,6 +109,18 @@ class Policy:
             "kind_rank": list(self.kind_rank),
             "verification_rank": list(self.verification_rank),
         }
+
+
+def check_publishable(policy: Policy) -> None:
+    """A published policy must not even *say* that an unreviewed item ranks above a
+    reviewed one: the resolver's review tier would ignore it, and a policy that reads
+    one way and acts another misleads the people who manage it."""
+    if policy.kind_rank[-1] != UNREVIEWED_KIND:
+        raise PolicyError(
+            "kind_rank",
+            f"{UNREVIEWED_KIND!r} must be ranked last: an unreviewed item never outranks "
+            "a reviewed one (task_fact, enterprise_rule)",
+        )
 
 
 def _names_from(
@@ -296,7 +315,8 @@ def _scores(rank: tuple[str, ...]) -> dict[str, int]:
 
 @functools.lru_cache(maxsize=64)
 def _ranker(policy: Policy) -> Callable[[Candidate], _Key]:
-    """Build the precedence key once per policy: a bigger key is a stronger claim."""
+    """Build the precedence key once per policy: a bigger key is a stronger claim. Its
+    first part is the review tier (reviewed before unreviewed), which no policy changes."""
     kinds, checks = _scores(policy.kind_rank), _scores(policy.verification_rank)
     by_name: dict[str, Callable[[Candidate], Any]] = {
         "specificity": lambda c: specificity(c.scope),
@@ -307,7 +327,7 @@ def _ranker(policy: Policy) -> Callable[[Candidate], _Key]:
         "valid_from": lambda c: (0,) if c.valid_from is None else (1, c.valid_from),
     }
     parts = tuple(by_name[name] for name in policy.order)
-    return lambda c: tuple([part(c) for part in parts])
+    return lambda c: (c.kind in REVIEWED_KINDS, *[part(c) for part in parts])
 
 
 def _identity(c: Candidate) -> tuple[str, int]:
@@ -363,7 +383,15 @@ def _by_valid_from(w: Candidate, r: Candidate) -> str:
     )
 
 
+def _by_review(w: Candidate, r: Candidate) -> str:
+    return (
+        f"{w.kind} was reviewed and outranks the unreviewed {r.kind} ({r.memory_id}, "
+        f"{_scope_label(r.scope)}) whatever its scope"
+    )
+
+
 _REASONS: dict[str, Callable[[Candidate, Candidate], str]] = {
+    "review": _by_review,
     "specificity": _by_specificity,
     "kind": _by_kind,
     "verification": _by_verification,
@@ -378,12 +406,17 @@ def _reason(
     agreeing: Sequence[Candidate],
     order: tuple[str, ...],
 ) -> str:
-    """Name the first criterion of the policy where the winner beat the runner-up."""
+    """Name the criterion that decided. When the review tier decided but the policy's own
+    order agrees, the policy's criterion is named (it says more); the review tier is
+    named when it overruled the policy (a narrower preference lost to a reviewed fact)."""
     parts = []
     if runner_up is not None:
         runner_key, runner = runner_up
-        pairs = zip(order, key, runner_key, strict=True)
-        criterion = next(name for name, mine, theirs in pairs if mine != theirs)
+        pairs = zip(("review", *order), key, runner_key, strict=True)
+        decided = [name for name, mine, theirs in pairs if mine != theirs]
+        criterion = decided[0]
+        if criterion == "review" and len(decided) > 1 and key[1:] > runner_key[1:]:
+            criterion = decided[1]
         parts.append(_REASONS[criterion](winner, runner))
     if agreeing:
         parts.append(f"same value as equally ranked {', '.join(c.memory_id for c in agreeing)}")

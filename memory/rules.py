@@ -22,6 +22,8 @@ from memory.principals import Principal, can_see
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TENANT_WIDE = {"tenant": "*"}
+# A preference follows its person, at most narrowed to one task (DESIGN.md, Memory classes).
+PREFERENCE_DIMENSIONS = frozenset({"task"})
 MAX_VALUE_BYTES = 8 * 1024
 EVIDENCE_KINDS = {Source.Kind.BUSINESS_RECORD, Source.Kind.APPROVAL_RECORD}
 # Scenario checks probe a day outside the valid interval: that day must be representable.
@@ -56,6 +58,13 @@ def check_scope(kind: str, scope: Any, errors: Errors) -> None:
         errors.add("scope", 'tenant-wide scope is exactly {"tenant": "*"}')
     if kind == MemoryKind.TASK_FACT and "task" not in scope:
         errors.add("scope", "a task_fact's scope must contain 'task'")
+    if kind == MemoryKind.PREFERENCE and set(scope) - PREFERENCE_DIMENSIONS:
+        errors.add(
+            "scope",
+            "a preference's scope is {} or names only 'task': a preference is not reviewed, "
+            "so it cannot carry a business scope; file a task_fact or an enterprise_rule "
+            "instead, which a reviewer approves",
+        )
     if kind == MemoryKind.ENTERPRISE_RULE and not scope:
         errors.add("scope", 'an enterprise_rule needs at least one dimension (or {"tenant": "*"})')
 

@@ -28,6 +28,13 @@ def access_source(principal: Principal, source_id: str) -> Source:
     return source
 
 
+def require_subject(tenant: Tenant, subject_id: str) -> None:
+    """A resolve on a subject this tenant does not have is a 404 like any other id: an
+    agent with a wrong id must not be told "no facts" (API.md, Resolve)."""
+    if not Entity.objects.filter(tenant=tenant, pk=subject_id).exists():
+        raise NotFound(f"No entity {subject_id}.")
+
+
 def access_entity(principal: Principal, entity_id: str) -> Entity:
     entity = (
         Entity.objects.filter(tenant=principal.tenant, pk=entity_id)

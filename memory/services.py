@@ -533,11 +533,12 @@ MANAGE_POLICY_REFUSAL = "Publishing or re-validating policy needs the manage_pol
 def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
     """A new policy version; the caller starts re-validation of every active item."""
     from core.authority import require_tenant_permission
-    from memory.resolver import PolicyError
+    from memory.resolver import PolicyError, check_publishable
 
     require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
     try:
         checked = ResolverPolicy.from_precedence("new", precedence)
+        check_publishable(checked)
     except PolicyError as exc:
         raise InvalidContent({"precedence": [str(exc)]}) from exc
     with transaction.atomic(durable=True):

@@ -246,3 +246,24 @@ def test_a_correction_writes_one_version_and_its_audit_events(world, dana):
     now = Written.now()
     assert (now.items, now.versions) == (given.items, given.versions + 1)
     assert now.events == given.events + 2  # memory.superseded (v1) and memory.corrected (v2)
+
+
+def test_a_correction_cannot_give_a_preference_a_business_scope(world, dana):
+    memory = _propose(world, preference_body(dana["id"], dana["chat"]))
+    exception = {"scope": {"project": "P-9", "supplier": "S-17", "batch": "B-3"}}
+
+    response = _correct(world, memory["id"], exception, '"1"')
+
+    problem = assert_problem(response, 422, "scope")
+    [message] = problem["errors"]["scope"]
+    assert "file a task_fact or an enterprise_rule instead" in message
+    assert MemoryVersion.objects.filter(item_id=memory["id"]).count() == 1
+
+
+def test_a_correction_may_narrow_a_preference_to_one_task(world, dana):
+    memory = _propose(world, preference_body(dana["id"], dana["chat"]))
+
+    response = _correct(world, memory["id"], {"scope": {"task": "order-a"}}, '"1"')
+
+    assert response.status_code == 201, response.content
+    assert response.json()["scope"] == {"task": "order-a"}

@@ -116,6 +116,24 @@ REFUSED: list[tuple[str, Case, str]] = [
         lambda e: rule_body(e.northwind, e.approval, scope={"tenant": "acme"}),
         "scope",
     ),
+    # a preference is not reviewed: its scope is {} or only a task (issue 9, review bypass)
+    (
+        "preference_with_a_business_scope",
+        lambda e: preference_body(
+            e.dana, e.message, scope={"project": "P-9", "supplier": "S-17", "batch": "B-3"}
+        ),
+        "scope",
+    ),
+    (
+        "preference_scoped_to_a_channel",
+        lambda e: preference_body(e.dana, e.message, scope={"channel": "web"}),
+        "scope",
+    ),
+    (
+        "preference_with_a_task_and_a_project",
+        lambda e: preference_body(e.dana, e.message, scope={"task": "t-1", "project": "P-9"}),
+        "scope",
+    ),
     # owner: a user of this tenant
     ("unknown_owner", lambda e: preference_body(e.dana, e.message, owner="nobody"), "owner"),
     ("owner_of_other_tenant", lambda e: preference_body(e.dana, e.message, owner="zed"), "owner"),
@@ -293,6 +311,10 @@ RULES = {
     "a_rules_scope_is_non_empty_and_tenant_wide_is_exactly_star": [
         "rule_with_empty_scope", "tenant_wide_plus_a_dimension", "tenant_named_instead_of_star",
     ],
+    "a_preferences_scope_is_empty_or_names_only_a_task": [
+        "preference_with_a_business_scope", "preference_scoped_to_a_channel",
+        "preference_with_a_task_and_a_project",
+    ],
     "the_owner_is_a_user_of_this_tenant": [
         "unknown_owner", "owner_of_other_tenant", "missing_owner",
     ],
@@ -380,8 +402,8 @@ ALLOWED: list[tuple[str, Case, str]] = [
         "checking",
     ),
     (
-        "preference_scoped_to_a_channel",
-        lambda e: preference_body(e.dana, e.message, scope={"channel": "web"}),
+        "preference_scoped_to_a_task",
+        lambda e: preference_body(e.dana, e.message, scope={"task": "order-a"}),
         "checking",
     ),
     (
@@ -634,7 +656,7 @@ def test_the_widest_valid_interval_still_passes_its_checks(
         ("value", "12 Elm\x00Street", "value"),
         ("value", {"street": ["12 Elm", "\x00"]}, "value.street.1"),
         ("basis", {"ref": "APR\x00"}, "basis.ref"),
-        ("scope", {"channel": "we\x00b"}, "scope.channel"),
+        ("scope", {"task": "we\x00b"}, "scope.task"),
         ("statement", "Dana\x00", "statement"),
     ],
 )

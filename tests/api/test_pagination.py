@@ -101,9 +101,9 @@ def test_a_cursor_the_api_did_not_give_is_a_422_or_an_empty_page(world, cursor: 
 
 def test_next_keeps_the_filters(world):
     _propose_many(world, 3)
-    _propose_many(world, 2, scope={"channel": "web"})
+    _propose_many(world, 2, scope={"task": "web"})
 
-    seen, sizes = _walk(world.client("agent"), "/api/v1/memories?scope.channel=web&limit=1")
+    seen, sizes = _walk(world.client("agent"), "/api/v1/memories?scope.task=web&limit=1")
 
     assert sizes == [1, 1]
     assert len(set(seen)) == 2

@@ -18,6 +18,7 @@ CONTRACT = [
     ("post", "/api/v1/sources"),
     ("get", "/api/v1/sources/{}"),
     ("post", "/api/v1/sources/{}/revoke"),
+    ("post", "/api/v1/sources/{}/visibility"),
     ("post", "/api/v1/entities"),
     ("get", "/api/v1/entities/{}"),
     ("post", "/api/v1/entities/{}/aliases"),
@@ -152,3 +153,13 @@ def test_readyz_names_the_first_of_several_failures(client, db, monkeypatch):
     monkeypatch.setattr(health, "_broker_ok", _down)
 
     assert client.get("/readyz").json()["failing"] == "cache"
+
+
+def test_the_schema_documents_the_source_visibility_body(schema):
+    operation = schema["paths"]["/api/v1/sources/{source_id}/visibility"]["post"]
+    ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    body = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+
+    assert operation["operationId"] == "source_visibility_change"
+    assert sorted(body["required"]) == ["reason", "visibility"]
+    assert body["properties"]["visibility"]["type"] == "array"

@@ -4,18 +4,22 @@ ones where its basis was revoked). All must pass; a failure keeps the item out o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from django.core import mail
 from django.utils import timezone
 
 from approvals import checking, tasks
+from approvals import checks as scenario_checks
 from approvals.models import CheckResult
-from memory.models import Status
+from memory.models import Source, Status
+from memory.selectors import current_policy, resolver_policy
 from tests.approvals.support import Flow, head
 from tests.conftest import iso
 
 NOT = "does_not_apply"
+TENANT = {"tenant": "*"}
 TOO_BROAD = {"kind": "inapplicable", "context": {"project": "P-9"}, "expect": "does_not_apply"}
 
 
@@ -225,3 +229,79 @@ def test_a_redelivered_gate_run_rewrites_its_results_instead_of_adding_rows(flow
     gate = CheckResult.objects.filter(version=version, run=CheckResult.Run.GATE)
     assert gate.count() == 5
     assert len({(r.scenario_key, r.policy_version) for r in gate}) == 5
+
+
+def test_a_second_item_on_the_same_approval_fails_the_revoked_check(flow: Flow):
+    # Given the tenant-wide rule stands on APR-2291; the P-9 exception cites the same record.
+    approval = flow.source("approval_record")
+    tenant_rule = flow.active_rule(TENANT, value="check every delivery", sources=[approval])
+    exception = flow.rule({"project": "P-9"}, sources=[approval])
+
+    flow.approve(exception["id"], "rita", "lena")
+
+    # Then revoking its basis would also take the tenant rule away: no fallback to it.
+    assert flow.memory(exception["id"])["status"] == "checks_failed"
+    outcome, detail = gate_results(exception["id"])["revoked: basis withdrawn"]
+    assert outcome == "failed"
+    assert detail.startswith("revoking its basis would not fall back to what resolved before")
+    assert detail.endswith(f"vs {tenant_rule['id']} v1 (only applicable fact)")
+    assert flow.resolved_ids({"project": "P-9"}) == [tenant_rule["id"]]
+
+
+def test_a_restricted_item_gets_a_visibility_scenario_that_passes(flow: Flow):
+    legal = flow.source("approval_record", visibility=["legal", "staff"])
+    memory = flow.active_rule({"project": "P-9"}, sources=[legal])
+
+    checks = flow.ok(flow.get("rita", f"/memories/{memory['id']}/checks"))
+
+    [gate] = [c for c in checks if c["run"] == "gate" and c["scenario"]["kind"] == "visibility"]
+    assert gate["scenario"]["name"] == "visibility: a principal lacking its labels"
+    assert gate["scenario"]["labels"] == []
+    assert gate["outcome"] == "passed"
+
+
+def test_labels_changed_behind_the_services_back_fail_the_visibility_check(
+    flow: Flow, django_capture_on_commit_callbacks
+):
+    # Given an active rule on a staff record, whose labels are then narrowed to legal in
+    # the database without the service (the copy the resolver filters on goes stale).
+    staff_only = flow.source("approval_record", visibility=["staff"])
+    memory = flow.active_rule({"project": "P-9"}, sources=[staff_only])
+    Source.objects.filter(pk=staff_only).update(visibility=["legal"])
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = flow.ok(flow.post("rita", "/policy/revalidate", {"reason": "labels audit"}), 202)
+
+    report = flow.ok(flow.get("rita", f"/revalidations/{job['revalidation']}"))
+    assert (report["failed"], report["flagged"]) == (1, [memory["id"]])
+    [row] = CheckResult.objects.filter(
+        version=head(memory["id"]), run="revalidation", scenario__kind="visibility"
+    )
+    assert row.outcome == "failed"
+    assert row.scenario["labels"] == ["staff"]
+    assert row.detail.startswith("selected (expected does not apply)")
+
+
+def test_other_subject_and_tenant_scenarios_ask_real_questions_that_can_fail(flow: Flow):
+    # Given another subject of the tenant with a memory of the same field.
+    other = flow.subject("Spot purchasing")
+    flow.active_rule({"project": "P-9"}, subject=other, value="check every delivery")
+    memory = flow.active_rule({"project": "P-10"})
+    version = head(memory["id"])
+    policy = resolver_policy(current_policy(version.tenant))
+    now = timezone.now()
+
+    specs = {s.name: s for s in scenario_checks.generated_specs(version, now)}
+    another = specs["inapplicable: another subject"]
+    outcome = scenario_checks.evaluate(version, another, policy, now)
+    # The same question about the version's own subject: the check must notice.
+    own = scenario_checks.evaluate(version, replace(another, subject_id=None), policy, now)
+    other_tenant = specs["inapplicable: another tenant"]
+    own_tenant = replace(other_tenant, tenant_id=None)
+
+    assert scenario_checks.evaluate(version, other_tenant, policy, now).passed is True
+    assert scenario_checks.evaluate(version, own_tenant, policy, now).passed is False
+    assert another.subject_id == other
+    assert outcome.passed is True
+    assert own.passed is False
+    assert own.detail.startswith("selected (expected does not apply)")

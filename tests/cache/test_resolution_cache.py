@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from approvals.services import memory_retire, version_reject
+from approvals.services import memory_retire, source_visibility_change, version_reject
 from memory import cache, services
-from memory.models import MemoryItem
+from memory.models import MemoryItem, Source
 from memory.principals import Principal
 from memory.resolution import resolve_for
 from tests.cache.builders import (
@@ -114,8 +114,8 @@ def test_publishing_a_policy_changes_the_policy_version_of_the_next_answer(
     with django_capture_on_commit_callbacks(execute=True):
         services.policy_publish(
             principal=world.principal("rita"),
-            precedence={"kind_rank": ["preference", "task_fact", "enterprise_rule"]},
-            reason="preferences first",
+            precedence={"order": ["kind", "specificity", "verification", "valid_from"]},
+            reason="kinds first",
         )
 
     assert resolve_for(agent, now_request(subject))["policy_version"] == "2"
@@ -252,3 +252,28 @@ def test_a_retirement_while_redis_is_unreachable_succeeds_and_its_bump_lands_lat
     assert addresses(answer) == []
     assert cache._pending == set()
     assert len(private_redis.entries(subject)) == 2  # the stale one is unreadable
+
+
+def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    staff = world.principal("agent")
+    finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
+    assert addresses(resolve_for(staff, now_request(subject))) == ["12 Elm Street"]
+    assert addresses(resolve_for(staff, now_request(subject))) == ["12 Elm Street"]
+    assert cache.stats["hits"] == 1  # the answer is in Redis
+
+    with django_capture_on_commit_callbacks(execute=True):
+        source_visibility_change(
+            principal=world.principal("rita"),
+            source=Source.objects.get(pk=version.source_ids[0]),
+            visibility=["finance"],
+            reason="the message moved to the finance mailbox",
+        )
+
+    assert addresses(resolve_for(staff, now_request(subject))) == []
+    assert addresses(resolve_for(finance, now_request(subject))) == ["12 Elm Street"]
+    assert cache.stats["hits"] == 1  # both answered from the database after the bump

@@ -32,6 +32,11 @@ from audit.models import AuditEvent
 from config.celery import app as celery_app
 from memory.models import Status
 from tests.approvals.support import Flow, head
+from tests.approvals.test_correction_goes_live import (
+    ORDER_A,
+    address_fact,
+    correct_with_new_record,
+)
 from tests.conftest import World, needs
 
 pytestmark = [
@@ -120,6 +125,36 @@ def test_with_a_real_worker_an_approved_rule_is_checked_used_and_retired(flow: F
         )
     gate = CheckResult.objects.filter(version=head(memory["id"]), run="gate")
     assert gate.count() == 5
+
+
+def test_with_a_real_worker_a_correction_citing_a_new_record_goes_live(flow: Flow):
+    """Issue 9, point 2: the everyday path, with the gate run by a worker over Redis."""
+    with embedded_worker():
+        memory = address_fact(flow)
+        flow.approve(memory["id"], "rita")
+        wait_for("v1's gate run", lambda: head(memory["id"]).status != Status.CHECKING)
+        assert flow.memory(memory["id"])["status"] == "active"
+
+        for number, address in ((2, "4 Dock Road"), (3, "9 Quay Street")):
+            correct_with_new_record(flow, memory["id"], number, address)
+            flow.approve(memory["id"], "rita")
+            wait_for(
+                f"v{number}'s gate run",
+                lambda: head(memory["id"]).status not in (Status.CHECKING, Status.PENDING_REVIEW),
+            )
+            now = flow.memory(memory["id"])
+            assert (now["version"], now["active_version"], now["status"]) == (
+                number,
+                number,
+                "active",
+            )
+            [fact] = flow.resolve(ORDER_A)["facts"]
+            assert (fact["version"], fact["value"]) == (number, address)
+
+        flow.ok(flow.retire(memory["id"]))
+        assert flow.resolve(ORDER_A, fields=["delivery_address"])["facts"] == []
+    versions = flow.ok(flow.get("rita", f"/memories/{memory['id']}/versions"))
+    assert [v["status"] for v in versions] == ["superseded", "superseded", "retired"]
 
 
 def _test_database_url() -> str:

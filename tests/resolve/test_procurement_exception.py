@@ -5,6 +5,7 @@ disagree are an abstention, never a guess."""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from memory.models import MemoryVersion
 from tests.conftest import later
@@ -173,3 +174,56 @@ def test_each_rule_alone_answers_inside_its_own_scope(world, purchasing, two_rul
     assert project_only["facts"][0]["memory_id"] == by_project.item_id
     assert winners(supplier_only) == {"quotes_required": 3}
     assert supplier_only["facts"][0]["memory_id"] == by_supplier.item_id
+
+
+def test_an_older_preference_stored_with_a_business_scope_never_outranks_the_rule(
+    world, story, purchasing, tenant_rule
+):
+    # Given a preference from before the scope rule and the review tier, stored active with
+    # the exception's scope (written behind the proposal rules and the gate, as an old row
+    # would be: today its own applicable check fails, the rule outranks it).
+    smuggled = story.propose(
+        kind="preference",
+        subject=purchasing,
+        field="material_checks",
+        value="skip the checks",
+        scope={},
+        expires_at=None,
+    )
+    MemoryVersion.objects.filter(pk=smuggled.pk).update(
+        scope=EXACT, specificity=3, status="active", activated_at=timezone.now()
+    )
+
+    body = resolve(world.client("agent"), subject=purchasing, context=EXACT, explain=True)
+
+    assert winners(body) == {"material_checks": TENANT_RULE}
+    assert body["facts"][0]["reason"] == (
+        f"enterprise_rule was reviewed and outranks the unreviewed preference "
+        f"({smuggled.item_id}, batch+project+supplier scope) whatever its scope"
+    )
+    assert outcomes(body)[smuggled.item_id] == "outranked"
+
+
+def test_the_same_exception_filed_as_a_preference_is_refused_naming_scope(world, purchasing):
+    message = world.client("agent").post(
+        "/api/v1/sources", {"kind": "message", "content": "Skip checks for B-3."}, format="json"
+    )
+    body = {
+        "kind": "preference",
+        "subject": purchasing,
+        "field": "material_checks",
+        "value": "skip the checks",
+        "statement": "Batch B-3 skips the material checks.",
+        "scope": EXACT,
+        "owner": "rita",
+        "expires_at": None,
+        "sources": [message.json()["id"]],
+    }
+
+    response = world.client("agent").post("/api/v1/memories", body, format="json")
+
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/problem+json"
+    [message_text] = response.json()["errors"]["scope"]
+    assert "file a task_fact or an enterprise_rule instead" in message_text
+    assert not MemoryVersion.objects.filter(field="material_checks", kind="preference").exists()

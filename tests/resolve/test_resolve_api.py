@@ -1,5 +1,5 @@
 """The resolve contract at its edges: the policy every answer names, bad input (422, never
-a 500), and subjects the caller's tenant does not have (an empty answer, not an error)."""
+a 500), and subjects the caller's tenant does not have (a 404, like any other id)."""
 
 from __future__ import annotations
 
@@ -55,30 +55,51 @@ def test_every_answer_names_the_policy_version(world, story, dana, home):
 
 
 def test_a_published_policy_is_the_one_answers_use(world, story, dana, home, office):
-    preference_first = {
+    kind_first = {
         "order": ["kind", "specificity", "verification", "valid_from"],
-        "kind_rank": ["preference", "task_fact", "enterprise_rule"],
+        "kind_rank": ["task_fact", "enterprise_rule", "preference"],
     }
     before = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
     with story.on_commit(execute=True):  # cache invalidation and re-validation run on commit
         published = world.client("rita").post(
             "/api/v1/policy",
-            {"precedence": preference_first, "reason": "customers' own words first"},
+            {"precedence": kind_first, "reason": "kinds first"},
             format="json",
         )
 
     body = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
-    nothing_known = resolve(world.client("agent"), subject="ent_nobody")
     current = world.client("agent").get("/api/v1/policy").json()
 
     assert winners(before) == {"delivery_address": "4 Dock Road"}
+    assert before["facts"][0]["reason"] == (
+        f"task scope is more specific than the preference ({home.item_id}, unscoped)"
+    )
     assert published.status_code == 201, published.content
     assert published.json()["version"] == "2"
     assert current["version"] == "2"
     assert body["policy_version"] == "2"
-    assert nothing_known["policy_version"] == "2"
-    assert winners(body) == {"delivery_address": "12 Elm Street"}
-    assert body["facts"][0]["reason"] == f"preference outranks task_fact ({office.item_id})"
+    assert winners(body) == {"delivery_address": "4 Dock Road"}
+    assert body["facts"][0]["reason"] == f"task_fact outranks preference ({home.item_id})"
+
+
+def test_a_policy_ranking_preferences_above_reviewed_kinds_is_refused(world, story, dana, office):
+    preference_first = {"kind_rank": ["preference", "task_fact", "enterprise_rule"]}
+
+    response = world.client("rita").post(
+        "/api/v1/policy",
+        {"precedence": preference_first, "reason": "customers' own words first"},
+        format="json",
+    )
+
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["errors"] == {
+        "precedence": [
+            "precedence.kind_rank: 'preference' must be ranked last: an unreviewed item "
+            "never outranks a reviewed one (task_fact, enterprise_rule)"
+        ]
+    }
+    assert world.client("agent").get("/api/v1/policy").json()["version"] == "1"
 
 
 def test_an_agent_cannot_publish_a_policy(world):
@@ -172,7 +193,7 @@ def test_a_time_with_an_offset_is_accepted_and_answered_in_utc(world, dana, home
     assert winners(body) == {"delivery_address": "12 Elm Street"}
 
 
-def test_another_tenants_subject_gets_an_empty_answer_not_its_memory(world, story):
+def test_another_tenants_subject_is_a_404_that_leaks_nothing_of_its_memory(world, story):
     zed = world.principal("zed")
     theirs = services.entity_create(principal=zed, kind="customer", name="Globex customer").pk
     with story.on_commit(execute=True):
@@ -192,32 +213,17 @@ def test_another_tenants_subject_gets_an_empty_answer_not_its_memory(world, stor
         )
     client = world.client("agent")
 
-    named = resolve(client, subject=theirs, fields=["delivery_address"], explain=True)
-    unnamed = resolve(client, subject=theirs)
+    named = client.post(
+        "/api/v1/resolve",
+        {"subject": theirs, "fields": ["delivery_address"], "explain": True},
+        format="json",
+    )
     their_own = resolve(world.client("zed"), subject=theirs)
 
-    assert named["facts"] == []
-    assert named["plans"] == []
-    assert named["considered"] == []
-    assert named["abstentions"] == [
-        {
-            "field": "delivery_address",
-            "reason": "no_applicable_fact",
-            "detail": "no memory for delivery_address applies to this context",
-        }
-    ]
-    assert (unnamed["facts"], unnamed["abstentions"], unnamed["plans"]) == ([], [], [])
+    assert named.status_code == 404
+    assert named.json()["detail"] == f"No entity {theirs}."
+    assert "Globex HQ" not in named.content.decode()
     assert winners(their_own) == {"delivery_address": "Globex HQ"}
-
-
-def test_an_unknown_subject_is_an_empty_answer(world):
-    body = resolve(world.client("agent"), subject="ent_does_not_exist", fields=["x", "y"])
-
-    assert body["facts"] == []
-    assert [(a["field"], a["reason"]) for a in body["abstentions"]] == [
-        ("x", "no_applicable_fact"),
-        ("y", "no_applicable_fact"),
-    ]
 
 
 def test_a_field_named_twice_is_answered_once(world, dana, home):
@@ -226,3 +232,45 @@ def test_a_field_named_twice_is_answered_once(world, dana, home):
     )
 
     assert [f["field"] for f in body["facts"]] == ["delivery_address"]
+
+
+def test_resolve_on_a_subject_that_does_not_exist_is_a_404(world):
+    response = world.client("agent").post(
+        "/api/v1/resolve", {"subject": "ent_no_such_customer"}, format="json"
+    )
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == PROBLEM
+    assert response.json() == {
+        "type": "https://memgov.dev/problems/not-found",
+        "title": "Not Found",
+        "status": 404,
+        "detail": "No entity ent_no_such_customer.",
+    }
+    # the same shape as any other unknown id
+    other = world.client("agent").get("/api/v1/entities/ent_no_such_customer")
+    assert other.status_code == 404
+    assert set(other.json()) == set(response.json())
+
+
+def test_resolve_on_another_tenants_subject_is_the_same_404(world, story):
+    theirs = services.entity_create(
+        principal=world.principal("zed"), kind="person", name="Globex Dana"
+    ).pk
+
+    response = world.client("agent").post(
+        "/api/v1/resolve", {"subject": theirs, "task_id": "t-1"}, format="json"
+    )
+
+    assert response.status_code == 404
+    assert response.json()["detail"] == f"No entity {theirs}."
+    assert resolve(world.client("zed"), subject=theirs)["facts"] == []  # theirs sees it
+
+
+def test_a_subject_of_this_tenant_without_memories_is_an_empty_answer(world, story):
+    quiet = story.entity("Quiet Customer", "customer")
+
+    body = resolve(world.client("agent"), subject=quiet, fields=["delivery_address"])
+
+    assert body["facts"] == []
+    assert [a["reason"] for a in body["abstentions"]] == ["no_applicable_fact"]

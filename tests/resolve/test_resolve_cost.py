@@ -67,11 +67,15 @@ def test_query_count_is_the_same_for_1_and_30_candidates(
     assert len(large["facts"]) == 30
 
 
-def test_a_subject_without_candidates_reads_the_policy_on_its_own(world, django_assert_num_queries):
+def test_a_subject_without_candidates_reads_the_policy_on_its_own(
+    world, story, django_assert_num_queries
+):
     client = world.client("rita")
-    resolve(client, subject="ent_unknown")
+    quiet = story.entity("Quiet Customer", "customer")
+    resolve(client, subject=quiet)
 
-    with django_assert_num_queries(3):
-        body = resolve(client, subject="ent_unknown")
+    # the key, the candidates (none), the subject exists, the policy
+    with django_assert_num_queries(4):
+        body = resolve(client, subject=quiet)
 
     assert body["policy_version"] == "1"

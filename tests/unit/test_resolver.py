@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +17,7 @@ from memory.resolver import (
     PolicyError,
     Query,
     Resolution,
+    check_publishable,
     in_use_at,
     is_visible,
     resolve,
@@ -634,30 +636,86 @@ RULE_CHARTS = memory(
 )
 
 
+TASK_RULE_CHARTS = memory(
+    "mem_task_rule", "report_format", "charts", kind="enterprise_rule", scope={"task": "t1"}
+)
+TASK_FACT_TABLES = memory(
+    "mem_fact", "report_format", "tables", kind="task_fact", scope={"task": "t1"}
+)
+
+
 def test_custom_policy_order_changes_the_winner() -> None:
-    kind_first = Policy.from_precedence("v4", {"order": ["kind", "specificity"]})
+    # Within the reviewed group the policy decides: by default the task_fact outranks the
+    # rule of equal scope by kind; with verification first, the confirmed rule wins.
+    rule = dataclasses.replace(TASK_RULE_CHARTS, verification="confirmed")
+    verification_first = Policy.from_precedence("v4", {"order": ["verification", "kind"]})
 
-    default = ask(PREFERRED_TABLES, RULE_CHARTS, context={"task": "t1"})
-    custom = ask(PREFERRED_TABLES, RULE_CHARTS, context={"task": "t1"}, policy=kind_first)
+    default = ask(TASK_FACT_TABLES, rule, context={"task": "t1"})
+    custom = ask(TASK_FACT_TABLES, rule, context={"task": "t1"}, policy=verification_first)
 
-    assert winner(default, "report_format") == ("mem_pref", 1, "tables")
-    assert default.facts[0].reason == (
-        "task scope is more specific than the enterprise_rule (mem_rule, tenant-wide)"
+    assert winner(default, "report_format") == ("mem_fact", 1, "tables")
+    assert default.facts[0].reason == "task_fact outranks enterprise_rule (mem_task_rule)"
+    assert winner(custom, "report_format") == ("mem_task_rule", 1, "charts")
+    assert custom.facts[0].reason == "confirmed outranks asserted (mem_fact)"
+
+
+def test_a_narrow_preference_never_outranks_a_tenant_wide_rule() -> None:
+    # The review bypass of issue 9: an exception filed as a "preference" with a business
+    # scope is more specific than the approved rule, and still loses to it.
+    smuggled = memory(
+        "mem_smuggled",
+        "report_format",
+        "tables",
+        scope={"project": "P-9", "supplier": "S-17", "batch": "B-3"},
     )
-    assert winner(custom, "report_format") == ("mem_rule", 1, "charts")
-    assert custom.facts[0].reason == "enterprise_rule outranks preference (mem_pref)"
+    context = {"project": "P-9", "supplier": "S-17", "batch": "B-3", "task": "t1"}
 
+    resolution = ask(smuggled, RULE_CHARTS, context=context, explain=True)
 
-def test_custom_kind_rank_changes_the_winner() -> None:
-    preference_first = Policy.from_precedence(
-        "v5",
-        {"order": ["kind"], "kind_rank": ["preference", "task_fact", "enterprise_rule"]},
+    assert winner(resolution, "report_format") == ("mem_rule", 1, "charts")
+    assert resolution.facts[0].reason == (
+        "enterprise_rule was reviewed and outranks the unreviewed preference "
+        "(mem_smuggled, batch+project+supplier scope) whatever its scope"
     )
+    assert outcomes(resolution) == {"mem_rule@1": "selected", "mem_smuggled@1": "outranked"}
 
-    resolution = ask(RULE_CHARTS, PREFERRED_TABLES, context={"task": "t1"}, policy=preference_first)
+
+@pytest.mark.parametrize("order", [["specificity", "kind"], ["kind"], ["valid_from"]])
+def test_no_policy_order_lets_a_preference_outrank_a_reviewed_fact(order: list[str]) -> None:
+    policy = Policy.from_precedence("v5", {"order": order})
+
+    resolution = ask(PREFERRED_TABLES, RULE_CHARTS, context={"task": "t1"}, policy=policy)
+
+    assert winner(resolution, "report_format") == ("mem_rule", 1, "charts")
+
+
+def test_a_preference_still_wins_among_preferences_by_specificity() -> None:
+    general = memory("mem_general", "report_format", "charts")
+
+    resolution = ask(general, PREFERRED_TABLES, context={"task": "t1"})
 
     assert winner(resolution, "report_format") == ("mem_pref", 1, "tables")
-    assert resolution.facts[0].reason == "preference outranks enterprise_rule (mem_rule)"
+    assert resolution.facts[0].reason == (
+        "task scope is more specific than the preference (mem_general, unscoped)"
+    )
+
+
+def test_a_policy_ranking_preference_above_a_reviewed_kind_cannot_be_published() -> None:
+    preference_first = Policy.from_precedence(
+        "v5", {"kind_rank": ["preference", "task_fact", "enterprise_rule"]}
+    )
+
+    with pytest.raises(PolicyError) as raised:
+        check_publishable(preference_first)
+
+    assert str(raised.value) == (
+        "precedence.kind_rank: 'preference' must be ranked last: an unreviewed item never "
+        "outranks a reviewed one (task_fact, enterprise_rule)"
+    )
+    check_publishable(Policy(version="v6"))  # the default is publishable
+    # Even a stored one (published before the rule) cannot put the preference first.
+    resolution = ask(RULE_CHARTS, PREFERRED_TABLES, context={"task": "t1"}, policy=preference_first)
+    assert winner(resolution, "report_format") == ("mem_rule", 1, "charts")
 
 
 def test_unknown_kind_ranks_below_every_known_kind() -> None:

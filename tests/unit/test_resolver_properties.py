@@ -138,7 +138,9 @@ def strength(c: Candidate, policy: Policy) -> tuple[Any, ...]:
         "verification": -policy.verification_rank.index(c.verification),
         "valid_from": (0,) if c.valid_from is None else (1, c.valid_from),
     }
-    return tuple(parts[name] for name in policy.order)
+    # DESIGN.md: reviewed before unreviewed, whatever the policy says; then the policy.
+    reviewed = c.kind in ("task_fact", "enterprise_rule")
+    return (reviewed, *[parts[name] for name in policy.order])
 
 
 def json_key(value: Any) -> str:
@@ -229,6 +231,19 @@ def test_a_stronger_applicable_item_is_never_outranked_by_a_weaker_one(
         top = top_group(cs, q, policy, field)
         if len(top) == 1:
             assert [f.candidate for f in r.facts if f.field == field] == top
+
+
+@SETTINGS
+@given(candidate_lists(), queries, policies)
+def test_a_preference_never_wins_where_a_reviewed_item_applies(
+    cs: list[Candidate], q: Query, policy: Policy
+) -> None:
+    r = resolve(cs, q, policy)
+
+    for fact in r.facts:
+        rivals = [c for c in cs if c.field == fact.field and applicable_state(c, q)]
+        if any(c.kind in ("task_fact", "enterprise_rule") for c in rivals):
+            assert fact.candidate.kind != "preference"
 
 
 @SETTINGS
