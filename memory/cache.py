@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -52,7 +51,6 @@ logger = logging.getLogger(__name__)
 MAX_ENTRY_SECONDS = 60
 GENERATION_SECONDS = 24 * 3600
 COOLDOWN_SECONDS = 1.0
-DELAY_ENV = "MEMGOV_TEST_DELAY_BEFORE_CACHE_WRITE"
 
 # Process-local counters: hits, misses, bypassed (Redis skipped during a cooldown) and
 # read/write/bump failures. Read them in a shell or a benchmark; they are never reset.
@@ -263,9 +261,6 @@ def cached_resolution(
 
 
 def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:
-    delay = float(os.environ.get(DELAY_ENV) or 0)
-    if delay:
-        time.sleep(delay)  # tests only: widen the window between the read and the write
     now = timezone.now()
     until = now + timedelta(seconds=MAX_ENTRY_SECONDS)
     if next_change is not None:

@@ -9,11 +9,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.checking import policy_publish_and_revalidate, revalidation_request
 from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import PolicyForm, RevalidateForm
 from approvals.models import Revalidation
 from approvals.permissions import has_tenant_permission, require_tenant_permission
+from approvals.revalidation import policy_publish_and_revalidate, revalidation_request
 from memory.errors import DomainError, NotFound
 from memory.models import Policy
 from memory.principals import Principal

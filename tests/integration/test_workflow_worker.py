@@ -33,6 +33,7 @@ from config.celery import app as celery_app
 from memory.models import Status
 from tests.approvals.support import Flow, head
 from tests.conftest import World, needs
+from tests.integration.slow_worker import PAUSED
 
 pytestmark = [
     needs("redis"),
@@ -138,12 +139,11 @@ def celery_worker_process(
         "REDIS_URL": settings.REDIS_URL,
         "MEMGOV_BROKER_REDIS_DB": str(settings.BROKER_REDIS_DB),
         "MEMGOV_CACHE_REDIS_DB": str(settings.CACHE_REDIS_DB),
-        "MEMGOV_TEST_CHECK_DELAY": str(check_delay),
         "EMAIL_URL": "dummy://",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     command = [
-        *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+        *(sys.executable, "-m", "tests.integration.slow_worker", str(check_delay), "worker"),
         *(f"--pool={pool}", "--concurrency=1", "--loglevel=INFO"),
         *("--without-mingle", "--without-gossip"),
         *("-n", f"doomed-{uuid.uuid4().hex[:8]}@%h"),
@@ -168,9 +168,7 @@ def test_a_worker_killed_in_the_middle_of_a_gate_run_is_finished_by_the_sweeper(
     # but not committed.
     worker = celery_worker_process(log, check_delay=600)
     try:
-        wait_for(
-            "the worker to pause its gate run", lambda: "MEMGOV_TEST_CHECK_DELAY" in log.read_text()
-        )
+        wait_for("the worker to pause its gate run", lambda: PAUSED in log.read_text())
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
     finally:
@@ -215,7 +213,7 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
     worker = celery_worker_process(log, check_delay=5, pool="prefork")
     try:
         # When the pool process running the gate is killed (the worker itself lives on).
-        wait_for("the gate run to pause", lambda: "MEMGOV_TEST_CHECK_DELAY" in log.read_text())
+        wait_for("the gate run to pause", lambda: PAUSED in log.read_text())
         [pool_process] = _children(worker.pid)
         os.kill(pool_process, signal.SIGKILL)
 
@@ -227,7 +225,7 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
 
     output = log.read_text()
     assert "WorkerLostError" in output
-    assert output.count("MEMGOV_TEST_CHECK_DELAY") == 2
+    assert output.count(PAUSED) == 2
     assert head(memory["id"]).status == Status.ACTIVE
     activations = AuditEvent.objects.filter(target_id=memory["id"], action="memory.active")
     assert activations.count() == 1
