@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import KombuError
+from redis.exceptions import RedisError
 
 from approvals.models import Outbox
 from memory.models import Tenant
@@ -29,7 +30,7 @@ HANDLERS: dict[str, str] = {
 CLAIM_FOR = timedelta(seconds=30)
 SWEEP_AFTER = timedelta(seconds=30)
 # What a broker that cannot be reached raises (redis-py errors subclass OSError).
-BROKER_DOWN: tuple[type[BaseException], ...] = (KombuError, OSError)
+BROKER_DOWN: tuple[type[BaseException], ...] = (KombuError, RedisError, OSError)
 
 
 def outbox_write(*, kind: str, payload: dict[str, Any], tenant: Tenant | None) -> Outbox:

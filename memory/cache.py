@@ -40,6 +40,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from audit.chain import canonical_json
 from memory.principals import Principal
@@ -47,6 +48,8 @@ from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.serializers import iso
 
 logger = logging.getLogger(__name__)
+# What an unreachable or failing Redis raises; anything else is a bug and propagates.
+REDIS_DOWN: tuple[type[Exception], ...] = (RedisError, OSError)
 
 MAX_ENTRY_SECONDS = 60
 GENERATION_SECONDS = 24 * 3600
@@ -148,7 +151,7 @@ def redis_failed(what: str) -> None:
         "Redis %s failed (%d so far in this process); going on without it",
         what,
         stats[f"{what}_failures"],
-        exc_info=settings.DEBUG,
+        exc_info=True,
     )
 
 
@@ -180,7 +183,7 @@ def bump(keys: Iterable[str]) -> None:
     try:
         _flush_pending()
         _bump_keys(keys)
-    except Exception:
+    except REDIS_DOWN:
         with _lock:
             _pending.update(keys)
         redis_failed("bump")
@@ -245,7 +248,7 @@ def cached_resolution(
     try:
         _flush_pending()
         key, entry = _read(principal, request)
-    except Exception:
+    except REDIS_DOWN:
         redis_failed("read")
         return _fresh(principal, request, now)
     if entry is not None:
@@ -272,5 +275,5 @@ def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None
         # boundary however long this write took to reach Redis.
         payload = json.dumps(body, separators=(",", ":"))
         _redis().set(key, payload, pxat=int(until.timestamp() * 1000))
-    except Exception:
+    except REDIS_DOWN:
         redis_failed("write")
