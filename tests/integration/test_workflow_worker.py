@@ -27,7 +27,7 @@ from django.core import mail
 from django.db import connection
 
 from approvals import tasks
-from approvals.models import CheckResult
+from approvals.models import CheckResult, Outbox
 from audit.models import AuditEvent
 from config.celery import app as celery_app
 from memory.models import Status
@@ -230,3 +230,40 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
     activations = AuditEvent.objects.filter(target_id=memory["id"], action="memory.active")
     assert activations.count() == 1
     assert CheckResult.objects.filter(version=version, run="gate").count() == 5
+
+
+NO_VERIFICATION = {"order": ["specificity", "kind", "valid_from"]}
+
+
+def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flow):
+    with embedded_worker():
+        # Given the verified P-9 rule wins over the confirmed one under policy 1.
+        record = flow.source("business_record", content="PO-7731 v3: exception granted.")
+        verified = flow.rule(P9, sources=[record])["id"]
+        confirmed = flow.rule(P9, value="check every delivery")["id"]
+        for memory_id in (confirmed, verified):
+            flow.approve(memory_id, "rita", "lena")
+            wait_for("the gate run", lambda m=memory_id: head(m).status == Status.ACTIVE)
+        assert flow.resolved_ids(P9) == [verified]
+        mail.outbox.clear()
+
+        # When a policy without the verification rank is published (the two now tie).
+        body = {"precedence": NO_VERIFICATION, "reason": "verification is not a rank any more"}
+        job = flow.ok(flow.post("rita", "/policy", body), 201)["revalidation"]
+        path = f"/revalidations/{job}"
+        wait_for("the revalidation", lambda: flow.ok(flow.get("rita", path))["status"] == "done")
+
+        # Then the first one checked is suspended, agents get the other, people are told.
+        assert flow.ok(flow.get("rita", path))["flagged"] == [verified]
+        suspended = flow.memory(verified)
+        assert (suspended["status"], suspended["status_reason"]) == (
+            "checks_failed",
+            "revalidation",
+        )
+        assert suspended["checks"]["status"] == "failed"
+        assert flow.resolved_ids(P9) == [confirmed]
+        wait_for("the suspension emails", lambda: len(mail.outbox) == 3)
+        assert {m.subject for m in mail.outbox} == {
+            f"[Memgov] Re-validation suspended material_checks ({verified})"
+        }
+        assert Outbox.objects.get().dispatched_at is not None
