@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -235,6 +236,10 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
 NO_VERIFICATION = {"order": ["specificity", "kind", "valid_from"]}
 
 
+def _is_active(memory_id: str) -> bool:
+    return head(memory_id).status == Status.ACTIVE
+
+
 def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flow):
     with embedded_worker():
         # Given the verified P-9 rule wins over the confirmed one under policy 1.
@@ -243,7 +248,7 @@ def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flo
         confirmed = flow.rule(P9, value="check every delivery")["id"]
         for memory_id in (confirmed, verified):
             flow.approve(memory_id, "rita", "lena")
-            wait_for("the gate run", lambda m=memory_id: head(m).status == Status.ACTIVE)
+            wait_for("the gate run", partial(_is_active, memory_id))
         assert flow.resolved_ids(P9) == [verified]
         mail.outbox.clear()
 
