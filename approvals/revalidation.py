@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from approvals import checking, checks
 from approvals.checking import ACTOR
-from approvals.lifecycle import bump_on_commit
+from approvals.lifecycle import bump_on_commit, flag_tasks
 from approvals.models import CheckResult, Revalidation
 from approvals.outbox import outbox_write
 from approvals.permissions import has_tenant_permission, require_tenant_permission
@@ -171,7 +171,7 @@ def _suspend(job: Revalidation, version: MemoryVersion, results: list[CheckResul
     MemoryItem.objects.select_for_update(no_key=True).get(pk=version.item_id)
     locked = (
         MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
-        .select_related("tenant")
+        .select_related("tenant", "item")
         .get(pk=version.pk)
     )
     if locked.status != Status.ACTIVE:
@@ -186,6 +186,8 @@ def _suspend(job: Revalidation, version: MemoryVersion, results: list[CheckResul
         policy_version=job.policy_version,
         failed_scenarios=failed,
     )
+    # Tasks told about it must re-verify before acting on it (as after a retirement).
+    flag_tasks(item=locked.item, event="suspended", reason=SUSPENDED_REASON, at=timezone.now())
     bump_on_commit([locked])
     return True
 

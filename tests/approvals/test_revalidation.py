@@ -99,7 +99,7 @@ def test_an_item_failing_revalidation_is_suspended_until_the_cause_is_fixed_and_
     verified = flow.rule(P9, sources=[record])["id"]
     confirmed = flow.active_rule(P9, value="check every delivery")["id"]
     flow.approve(verified, "rita", "lena")
-    assert flow.resolved_ids(P9) == [verified]
+    assert flow.resolved_ids(P9, task_id="renewal-42") == [verified]
     first_policy = flow.ok(flow.get("rita", "/policy"))["precedence"]
     mail.outbox.clear()
 
@@ -120,6 +120,9 @@ def test_an_item_failing_revalidation_is_suspended_until_the_cause_is_fixed_and_
     assert memory["checks"]["status"] == "failed"
     assert memory["checks"]["failed"] >= 1
     assert flow.resolved_ids(P9) == [confirmed]
+    task = flow.ok(flow.get("agent", "/tasks/renewal-42"))
+    assert task["needs_reverification"] is True
+    assert [(r["memory_id"], r["event"]) for r in task["reasons"]] == [(verified, "suspended")]
     suspension = AuditEvent.objects.get(target_id=verified, action="memory.checks_failed")
     assert (suspension.data["from"], suspension.data["revalidation"]) == ("active", job)
     assert sorted(m.to[0] for m in mail.outbox) == [
