@@ -18,7 +18,7 @@ from config.celery import app as celery_app
 from memory import cache
 from memory.models import Policy
 from memory.services import tenant_update_settings
-from tests.approvals.support import Flow
+from tests.approvals.support import Flow, person
 
 P9 = {"project": "P-9"}
 # Without the verification criterion a verified_record rule no longer outranks a confirmed
@@ -174,6 +174,7 @@ def test_an_agent_sees_the_progress_and_counts_of_a_revalidation_but_not_which_m
     flow: Flow,
 ):
     shadowed, _, _ = two_ranked_rules_and_one_alone(flow)
+    person(flow.world, "vera", "view_audit")
     job = flow.ok(flow.post("rita", "/policy/revalidate", {"reason": "prompt changed"}), 202)
     path = f"/revalidations/{job['revalidation']}"
 
@@ -181,8 +182,11 @@ def test_an_agent_sees_the_progress_and_counts_of_a_revalidation_but_not_which_m
     seen_by_rita = flow.ok(flow.get("rita", path))
     seen_by_nora = flow.ok(flow.get("nora", path))
 
+    seen_by_auditor = flow.ok(flow.get("vera", path))
+
     assert "flagged" not in seen_by_agent
     assert "flagged" not in seen_by_nora
+    assert seen_by_auditor["flagged"] == [shadowed]
     assert (seen_by_agent["status"], seen_by_agent["done"], seen_by_agent["failed"]) == (
         "done",
         3,
