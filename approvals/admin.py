@@ -20,6 +20,7 @@ from approvals.models import (
     Approval,
     CheckResult,
     Notification,
+    Outbox,
     Revalidation,
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
@@ -135,6 +136,12 @@ class CheckResultAdmin(ReadOnlyAdmin):
 class RevalidationAdmin(ReadOnlyAdmin):
     list_display = ("id", "tenant", "status", "done", "total", "failed", "started_at")
     list_filter = ("status", "tenant")
+
+
+@admin.register(Outbox)
+class OutboxAdmin(ReadOnlyAdmin):
+    list_display = ("id", "kind", "tenant", "created_at", "dispatched_at", "attempts")
+    list_filter = ("kind", "tenant")
 
 
 @admin.register(Notification)

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
+from approvals.outbox import BROKER_DOWN
 from memory.models import MemoryVersion, Status
 
 if TYPE_CHECKING:
     from approvals.models import Revalidation
 
-REVALIDATION_CHUNK = 50
 logger = logging.getLogger(__name__)
 
 
@@ -24,13 +24,8 @@ def enqueue(task: Any, *args: Any) -> None:
     def send() -> None:
         try:
             task.delay(*args)
-        except Exception:
-            logger.error(
-                "could not enqueue %s%r; the sweeper will retry what it can",
-                task.name,
-                args,
-                exc_info=True,
-            )
+        except BROKER_DOWN:
+            logger.exception("could not enqueue %s%r; the sweeper will retry", task.name, args)
 
     transaction.on_commit(send)
 
@@ -63,17 +58,6 @@ def after_retired(version_ids: list[int]) -> None:
     from approvals import tasks
 
     enqueue(tasks.notify_retired, version_ids)
-
-
-def after_revalidation_started(job: Revalidation, version_ids: list[int]) -> None:
-    from approvals import tasks
-
-    chunks = [
-        version_ids[i : i + REVALIDATION_CHUNK]
-        for i in range(0, len(version_ids), REVALIDATION_CHUNK)
-    ]
-    for chunk in chunks:
-        enqueue(tasks.revalidate_chunk, job.pk, chunk)
 
 
 def after_revalidation_failures(job: Revalidation, item_ids: list[str]) -> None:

@@ -6,10 +6,11 @@ before the request (or task) returns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.models import RetrievalUse
@@ -82,9 +83,30 @@ def end_use(
     return flagged
 
 
-def version_activate(*, version_id: int, actor: str) -> bool:
+def lock_subject_field(version: MemoryVersion) -> None:
+    """Serialize activations per (tenant, subject, field) until the transaction ends: a
+    PostgreSQL advisory transaction lock on a stable 64-bit hash. SQLite lets one writer
+    at a time in anyway, so it needs none."""
+    if connection.vendor != "postgresql":
+        return
+    name = f"activation:{version.tenant_id}:{version.subject_id}:{version.field}"
+    key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def version_activate(
+    *,
+    version_id: int,
+    actor: str,
+    regression: Callable[[MemoryVersion], str | None] | None = None,
+) -> bool:
     """Compare-and-set: only a version still ``checking`` becomes active, once; the lineage's
-    previous active version becomes ``superseded`` in the same transaction."""
+    previous active version becomes ``superseded`` in the same transaction.
+
+    ``regression`` runs under the (tenant, subject, field) lock, right before the switch,
+    so two items of one field cannot both pass it and activate into a conflict; a failure
+    it reports ends the version in ``checks_failed`` instead."""
     with transaction.atomic(durable=True):
         version = MemoryVersion.objects.select_related("item").get(pk=version_id)
         item = version.item
@@ -95,6 +117,16 @@ def version_activate(*, version_id: int, actor: str) -> bool:
             .get(pk=version_id)
         )
         if version.status != Status.CHECKING:
+            return False
+        lock_subject_field(version)
+        failure = regression(version) if regression is not None else None
+        if failure is not None:
+            version_transition(
+                version=version, to=Status.CHECKS_FAILED, actor=actor, reason=failure
+            )
+            from approvals.dispatch import after_checks_failed
+
+            after_checks_failed(version)
             return False
         previous = list(
             MemoryVersion.objects.select_for_update(no_key=True).filter(

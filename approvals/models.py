@@ -103,6 +103,10 @@ class Revalidation(models.Model):
     started_by = models.CharField(max_length=150)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+    # What the job must recheck (fixed at start) and when it last moved: a job ``running``
+    # with no progress for a while has lost a chunk, which the sweeper re-enqueues.
+    version_ids = models.JSONField(default=list)
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.id
@@ -125,3 +129,31 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.recipient}"
+
+
+class Outbox(models.Model):
+    """A side effect recorded in the transaction of the write that causes it, dispatched
+    after commit; the sweeper re-dispatches rows a broker outage left behind (DESIGN.md,
+    Side effects after commit). ``kind`` names a handler in ``approvals.outbox``."""
+
+    kind = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, null=True, blank=True)
+    created_at = models.DateTimeField()
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(dispatched_at__isnull=True),
+                name="outbox_undispatched",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"

@@ -109,3 +109,25 @@ def remind_pending(version_id: int, day: str) -> int:
             _send("pending_review", user, [claim], {"version": version, "reminder": True})
             sent += 1
     return sent
+
+
+def _people_to_tell(version: MemoryVersion) -> list[User]:
+    """The owner and the reviewers with authority over the version (one authority rule)."""
+    people = {version.owner.pk: version.owner} if version.owner.is_active else {}
+    for reviewer in reviewers_for(version):
+        people.setdefault(reviewer.pk, reviewer)
+    return [user for user in people.values() if user.email]
+
+
+def notify_revalidation_failure(version_id: int, job: Any) -> int:
+    """Owner and reviewers learn that the item failed revalidation (and was suspended)."""
+    version = MemoryVersion.objects.select_related("owner", "item").get(pk=version_id)
+    suspended = version.status == Status.CHECKS_FAILED
+    sent = 0
+    for user in _people_to_tell(version):
+        claim = _claim(f"revalidation:{job.pk}:{version.pk}", user, version.tenant_id)
+        if claim is not None:
+            context = {"version": version, "job": job, "suspended": suspended}
+            _send("revalidation_failed", user, [claim], context)
+            sent += 1
+    return sent

@@ -11,13 +11,14 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from approvals import checking, notifications
+from approvals import checking, notifications, outbox, revalidation
 from approvals.lifecycle import versions_expire
 from approvals.models import Revalidation
 from memory.models import MemoryVersion, Status
 
 logger = logging.getLogger(__name__)
 STUCK_AFTER = timedelta(minutes=2)
+REVALIDATION_STALLED_AFTER = timedelta(minutes=5)
 EXPIRY_WARNINGS = (timedelta(days=7), timedelta(days=1))
 
 
@@ -32,8 +33,14 @@ def run_gate_checks(version_id: int) -> str:
 
 
 @shared_task(acks_late=True)
+def revalidation_run(job_id: str) -> int:
+    """Started from the outbox after the job commits, and again by the stall sweeper."""
+    return revalidation.revalidation_enqueue_missing(job_id=job_id)
+
+
+@shared_task(acks_late=True)
 def revalidate_chunk(job_id: str, version_ids: list[int]) -> None:
-    checking.revalidation_chunk(job_id=job_id, version_ids=version_ids)
+    revalidation.revalidation_chunk(job_id=job_id, version_ids=version_ids)
 
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
@@ -54,11 +61,11 @@ def notify_retired(version_ids: list[int]) -> None:
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def notify_revalidation_failures(job_id: str, item_ids: list[str]) -> None:
+    """Owner and reviewers of each failing version of the job (suspended or flagged)."""
     job = Revalidation.objects.get(pk=job_id)
-    for version in MemoryVersion.objects.filter(item_id__in=item_ids, status=Status.ACTIVE):
-        notifications.notify_owner(
-            version.pk, f"revalidation:{job_id}", "revalidation_failed", {"job": job}
-        )
+    versions = MemoryVersion.objects.filter(pk__in=job.version_ids, item_id__in=item_ids)
+    for version in versions.order_by("pk"):
+        notifications.notify_revalidation_failure(version.pk, job)
 
 
 @shared_task
@@ -68,6 +75,17 @@ def sweep_stuck_checks() -> list[int]:
     for version_id in stuck:
         run_gate_checks.delay(version_id)
     return stuck
+
+
+@shared_task
+def sweep_outbox() -> list[int]:
+    """Dispatch outbox rows a broker outage at commit left behind."""
+    return outbox.outbox_sweep()
+
+
+@shared_task
+def resume_stalled_revalidations() -> list[str]:
+    return revalidation.revalidation_resume_stalled(stalled_after=REVALIDATION_STALLED_AFTER)
 
 
 @shared_task

@@ -176,8 +176,8 @@ def measure_latency(setup: Setup, items: int) -> list[float]:
 
 
 def measure_revalidation(setup: Setup) -> dict[str, Any]:
-    from approvals.checking import revalidation_start
     from approvals.models import Revalidation
+    from approvals.revalidation import revalidation_start
 
     started = time.monotonic()
     job = revalidation_start(tenant=setup.tenant, reason="bench: model changed", actor="bench")

@@ -81,6 +81,7 @@ def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
         "MEMGOV_RESOLVE_CACHE": "true" if cache else "false",
         "MEMGOV_THROTTLE_RATE": THROTTLE_RATE,
         "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
     }
     command = [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application"]
     command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]

@@ -169,6 +169,7 @@ def server_env(url: str, args: argparse.Namespace, var_dir: str) -> dict[str, st
         "MEMGOV_THROTTLE_RATE": "100000000/min",
         "MEMGOV_VAR_DIR": var_dir,
         "LOG_LEVEL": "WARNING",
+        "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
     }
     if args.redis_url:
         env["REDIS_URL"] = args.redis_url

@@ -255,6 +255,11 @@ MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-checks": {"task": "approvals.tasks.sweep_stuck_checks", "schedule": 60.0},
+    "sweep-outbox": {"task": "approvals.tasks.sweep_outbox", "schedule": 30.0},
+    "resume-stalled-revalidations": {
+        "task": "approvals.tasks.resume_stalled_revalidations",
+        "schedule": 60.0,
+    },
     "expire-due-memory": {"task": "approvals.tasks.expire_due_memory", "schedule": 30.0},
     "remind-pending-and-expiring": {
         "task": "approvals.tasks.remind_pending_and_expiring",

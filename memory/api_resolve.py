@@ -9,8 +9,12 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from approvals.checking import policy_publish_and_revalidate, revalidation_request
 from approvals.models import Revalidation
+from approvals.revalidation import (
+    may_see_flagged,
+    policy_publish_and_revalidate,
+    revalidation_request,
+)
 from memory import resolution, selectors
 from memory.api import _ANY_OBJECT, _valid
 from memory.errors import NotFound
@@ -88,7 +92,9 @@ def _policy_body(policy: Any) -> dict[str, Any]:
 class PolicyView(MemgovAPIView):
     @extend_schema(responses={200: _ANY_OBJECT}, operation_id="policy_get")
     def get(self, request: Request) -> Response:
-        return Response(_policy_body(selectors.current_policy(self.principal().tenant)))
+        tenant = self.principal().tenant
+        body = _policy_body(selectors.current_policy(tenant))
+        return Response({**body, "revalidation_failure": tenant.revalidation_failure})
 
     @extend_schema(request=PolicyInput, responses={201: _ANY_OBJECT}, operation_id="policy_publish")
     def post(self, request: Request) -> Response:
@@ -115,17 +121,21 @@ class RevalidateView(MemgovAPIView):
 class RevalidationView(MemgovAPIView):
     @extend_schema(responses={200: _ANY_OBJECT}, operation_id="revalidation_get")
     def get(self, request: Request, job_id: str) -> Response:
-        job = Revalidation.objects.filter(tenant=self.principal().tenant, pk=job_id).first()
+        principal = self.principal()
+        job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
         if job is None:
             raise NotFound(f"No revalidation {job_id}.")
+        body: dict[str, Any] = {}
+        if may_see_flagged(principal):  # an agent key sees progress and counts only
+            body["flagged"] = job.flagged
         return Response(
             {
+                **body,
                 "id": job.pk,
                 "status": job.status,
                 "total": job.total,
                 "done": job.done,
                 "failed": job.failed,
-                "flagged": job.flagged,
                 "reason": job.reason,
                 "policy_version": job.policy_version,
                 "started_at": iso(job.started_at),

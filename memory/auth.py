@@ -128,7 +128,7 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
                 [f"{self.key}:{int(window)}", f"{self.key}:{int(window) - 1}"],
                 [1 - elapsed / period, limit, period * 2000],
             )
-        except Exception:  # the cache is down: serving beats throttling
+        except cache.REDIS_DOWN:  # the cache is down: serving beats throttling
             cache.redis_failed("throttle")
             return True
         if not allowed:

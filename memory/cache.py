@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -41,6 +40,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from audit.chain import canonical_json
 from memory.principals import Principal
@@ -48,11 +48,12 @@ from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.serializers import iso
 
 logger = logging.getLogger(__name__)
+# What an unreachable or failing Redis raises; anything else is a bug and propagates.
+REDIS_DOWN: tuple[type[Exception], ...] = (RedisError, OSError)
 
 MAX_ENTRY_SECONDS = 60
 GENERATION_SECONDS = 24 * 3600
 COOLDOWN_SECONDS = 1.0
-DELAY_ENV = "MEMGOV_TEST_DELAY_BEFORE_CACHE_WRITE"
 
 # Process-local counters: hits, misses, bypassed (Redis skipped during a cooldown) and
 # read/write/bump failures. Read them in a shell or a benchmark; they are never reset.
@@ -150,7 +151,7 @@ def redis_failed(what: str) -> None:
         "Redis %s failed (%d so far in this process); going on without it",
         what,
         stats[f"{what}_failures"],
-        exc_info=settings.DEBUG,
+        exc_info=True,
     )
 
 
@@ -182,7 +183,7 @@ def bump(keys: Iterable[str]) -> None:
     try:
         _flush_pending()
         _bump_keys(keys)
-    except Exception:
+    except REDIS_DOWN:
         with _lock:
             _pending.update(keys)
         redis_failed("bump")
@@ -247,7 +248,7 @@ def cached_resolution(
     try:
         _flush_pending()
         key, entry = _read(principal, request)
-    except Exception:
+    except REDIS_DOWN:
         redis_failed("read")
         return _fresh(principal, request, now)
     if entry is not None:
@@ -263,9 +264,6 @@ def cached_resolution(
 
 
 def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:
-    delay = float(os.environ.get(DELAY_ENV) or 0)
-    if delay:
-        time.sleep(delay)  # tests only: widen the window between the read and the write
     now = timezone.now()
     until = now + timedelta(seconds=MAX_ENTRY_SECONDS)
     if next_change is not None:
@@ -277,5 +275,5 @@ def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None
         # boundary however long this write took to reach Redis.
         payload = json.dumps(body, separators=(",", ":"))
         _redis().set(key, payload, pxat=int(until.timestamp() * 1000))
-    except Exception:
+    except REDIS_DOWN:
         redis_failed("write")

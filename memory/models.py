@@ -26,16 +26,32 @@ REVIEW_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
 
 
 class Tenant(models.Model):
+    class RevalidationFailure(models.TextChoices):
+        SUSPEND = "suspend"  # an item failing revalidation leaves use until rechecked
+        FLAG = "flag"  # it stays active; the job only lists it
+
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     approvals_required = models.PositiveSmallIntegerField(
         default=2, help_text="Distinct approvals an enterprise rule needs."
     )
     retention_days = models.PositiveIntegerField(null=True, blank=True)
+    revalidation_failure = models.CharField(
+        max_length=8,
+        choices=RevalidationFailure.choices,
+        default=RevalidationFailure.SUSPEND,
+        help_text="What happens to an active item that fails revalidation.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         permissions = TENANT_PERMISSIONS
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(revalidation_failure__in=["suspend", "flag"]),
+                name="tenant_revalidation_failure_valid",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.slug

@@ -168,11 +168,17 @@ def entity_representation(entity: Entity) -> dict[str, Any]:
 
 
 def checks_summary(version: MemoryVersion) -> dict[str, Any]:
-    """The gate run decides; before it, the preview shows what the reviewer will get."""
+    """The latest deciding run (gate or revalidation) tells; before any, the preview shows
+    what the reviewer will get. Results come ordered by ``ran_at``."""
     results = list(version.checks.all())
-    gate = [r for r in results if r.run == "gate"] or [r for r in results if r.run == "preview"]
-    latest_policy = gate[-1].policy_version if gate else None
-    current = [r for r in gate if r.policy_version == latest_policy]
+    deciding = [r for r in results if r.run in ("gate", "revalidation")]
+    runs = deciding or [r for r in results if r.run == "preview"]
+    last = runs[-1] if runs else None
+    current = [
+        r
+        for r in runs
+        if last is not None and (r.run, r.policy_version) == (last.run, last.policy_version)
+    ]
     failed = sum(1 for r in current if r.outcome == "failed")
     if version.status == Status.CHECKING:
         status = "running"
@@ -209,6 +215,7 @@ def memory_representation(version: MemoryVersion) -> dict[str, Any]:
         "assertion": version.assertion,
         "verification": version.verification,
         "status": version.status,
+        "status_reason": version.status_reason or None,
         "sources": version.source_ids,
         "basis": version.basis,
         "visibility": version.visibility,

@@ -60,6 +60,44 @@ def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tena
     return tenant
 
 
+def tenant_update_settings(
+    *,
+    tenant: Tenant,
+    actor: str = "operator",
+    approvals_required: int | None = None,
+    revalidation_failure: str | None = None,
+) -> Tenant:
+    """Change a tenant's governance settings, audited with old and new values."""
+    if revalidation_failure is not None and (
+        revalidation_failure not in Tenant.RevalidationFailure.values
+    ):
+        raise InvalidContent({"revalidation_failure": ["must be suspend or flag"]})
+    if approvals_required is not None and approvals_required < 1:
+        raise InvalidContent({"approvals_required": ["must be at least 1"]})
+    with transaction.atomic(durable=True):
+        locked = Tenant.objects.select_for_update(no_key=True).get(pk=tenant.pk)
+        changes: dict[str, dict[str, Any]] = {}
+        wanted = {
+            "approvals_required": approvals_required,
+            "revalidation_failure": revalidation_failure,
+        }
+        for name, value in wanted.items():
+            if value is not None and getattr(locked, name) != value:
+                changes[name] = {"from": getattr(locked, name), "to": value}
+                setattr(locked, name, value)
+        if changes:
+            locked.save(update_fields=list(changes))
+            audit_append(
+                tenant=locked,
+                actor=actor,
+                action="tenant.settings_changed",
+                target_type="tenant",
+                target_id=locked.slug,
+                data=changes,
+            )
+    return locked
+
+
 def user_create(
     *,
     tenant: Tenant,
@@ -497,8 +535,11 @@ def version_transition(
     version.status_changed_at = now
     update = ["status", "status_reason", "status_changed_at"]
     if to == Status.ACTIVE:
+        # A version suspended by revalidation and rechecked is in use again from now on
+        # (its earlier period of use stays in the audit trail, not in these two fields).
         version.activated_at = now
-        update.append("activated_at")
+        version.deactivated_at = None
+        update += ["activated_at", "deactivated_at"]
     elif previous == Status.ACTIVE:
         version.deactivated_at = now
         update.append("deactivated_at")
@@ -531,7 +572,13 @@ MANAGE_POLICY_REFUSAL = "Publishing or re-validating policy needs the manage_pol
 
 
 def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
-    """A new policy version; the caller starts re-validation of every active item."""
+    """A new policy version on its own (the API publishes with its revalidation job)."""
+    with transaction.atomic(durable=True):
+        return policy_record(principal=principal, precedence=precedence, reason=reason)
+
+
+def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
+    """Record a new policy version inside the caller's transaction, audited."""
     from core.authority import require_tenant_permission
     from memory.resolver import PolicyError, check_publishable
 
@@ -541,26 +588,25 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
         check_publishable(checked)
     except PolicyError as exc:
         raise InvalidContent({"precedence": [str(exc)]}) from exc
-    with transaction.atomic(durable=True):
-        Tenant.objects.select_for_update(no_key=True).get(pk=principal.tenant.pk)
-        latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
-        policy = Policy.objects.create(
-            tenant=principal.tenant,
-            version=(latest.version if latest else 0) + 1,
-            precedence=checked.to_precedence(),
-            reason=reason,
-            published_by=principal.name,
-            published_at=timezone.now(),
-        )
-        audit_append(
-            tenant=principal.tenant,
-            actor=principal.name,
-            action="policy.published",
-            target_type="policy",
-            target_id=str(policy.version),
-            data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
-        )
-        cache.invalidate_policy_on_commit(principal.tenant.pk)
+    Tenant.objects.select_for_update(no_key=True).get(pk=principal.tenant.pk)
+    latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
+    policy = Policy.objects.create(
+        tenant=principal.tenant,
+        version=(latest.version if latest else 0) + 1,
+        precedence=checked.to_precedence(),
+        reason=reason,
+        published_by=principal.name,
+        published_at=timezone.now(),
+    )
+    audit_append(
+        tenant=principal.tenant,
+        actor=principal.name,
+        action="policy.published",
+        target_type="policy",
+        target_id=str(policy.version),
+        data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
+    )
+    cache.invalidate_policy_on_commit(principal.tenant.pk)
     return policy
 
 

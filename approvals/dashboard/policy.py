@@ -9,10 +9,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.checking import policy_publish_and_revalidate, revalidation_request
 from approvals.dashboard.access import dashboard_view, page_context
 from approvals.forms import PolicyForm, RevalidateForm
 from approvals.models import Revalidation
+from approvals.revalidation import policy_publish_and_revalidate, revalidation_request
 from core.authority import has_tenant_permission, require_tenant_permission
 from memory.errors import DomainError, NotFound
 from memory.models import Policy

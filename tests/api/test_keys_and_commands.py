@@ -8,7 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from rest_framework.test import APIClient
 
 from approvals.models import ScopeValueUserObjectPermission, TenantUserObjectPermission
@@ -120,6 +120,44 @@ def test_create_tenant_creates_the_tenant_with_its_first_policy(db):
     assert list(Policy.objects.filter(tenant=tenant).values_list("version", flat=True)) == [1]
     assert out.getvalue().strip() == "created tenant initech"
     assert AuditEvent.objects.filter(tenant=tenant, action="tenant.created").count() == 1
+
+
+def test_create_tenant_settings_are_set_through_an_audited_change(db):
+    call_command(
+        "create_tenant",
+        "initech",
+        approvals_required=3,
+        revalidation_failure="flag",
+        stdout=StringIO(),
+    )
+
+    tenant = Tenant.objects.get(slug="initech")
+    assert (tenant.approvals_required, tenant.revalidation_failure) == (3, "flag")
+    [change] = AuditEvent.objects.filter(tenant=tenant, action="tenant.settings_changed")
+    assert change.actor == "operator"
+    assert change.data == {
+        "approvals_required": {"from": 2, "to": 3},
+        "revalidation_failure": {"from": "suspend", "to": "flag"},
+    }
+
+
+def test_create_tenant_without_settings_keeps_the_defaults_and_audits_no_change(db):
+    call_command("create_tenant", "initech", stdout=StringIO())
+
+    tenant = Tenant.objects.get(slug="initech")
+    assert tenant.revalidation_failure == "suspend"
+    assert not AuditEvent.objects.filter(tenant=tenant, action="tenant.settings_changed").exists()
+
+
+def test_the_database_refuses_an_unknown_revalidation_failure_setting(world):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Tenant.objects.filter(pk=world.tenant.pk).update(revalidation_failure="ignore")
+
+
+def test_the_policy_shows_the_tenants_revalidation_failure_setting(world):
+    response = world.client("agent").get("/api/v1/policy")
+
+    assert response.json()["revalidation_failure"] == "suspend"
 
 
 def test_create_tenant_refuses_an_existing_slug(world):

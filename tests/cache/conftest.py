@@ -134,14 +134,16 @@ def database_url() -> str:
 class Gunicorn:
     """``gunicorn config.wsgi`` with 2 workers on the test database and the private Redis."""
 
-    def __init__(self, redis_url: str, workers: int = 2, **env: str) -> None:
+    def __init__(
+        self, redis_url: str, workers: int = 2, app: str = "config.wsgi:application", **env: str
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         logs = ROOT / "var" / "test"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"gunicorn-{self.port}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - open while gunicorn runs
-        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
+        command = [sys.executable, "-m", "gunicorn", app]
         command += [f"--workers={workers}", f"--bind=127.0.0.1:{self.port}", "--log-level=warning"]
         self.process = subprocess.Popen(  # noqa: S603 - the project's own server
             command,

@@ -141,7 +141,7 @@ def test_a_reader_delayed_before_its_cache_write_cannot_resurrect_a_retired_addr
     version = propose_address(world, subject)
     assert_active(version)
     body = {"subject": subject, "context": {"task": "slow"}}
-    slow = Gunicorn(redis_server.url, workers=1, MEMGOV_TEST_DELAY_BEFORE_CACHE_WRITE="3")
+    slow = Gunicorn(redis_server.url, workers=1, app="tests.cache.slow_wsgi:application")
     try:
         # A first request (about another time: never cached, so never delayed) warms it up.
         warm_up = {"subject": subject, "valid_at": timezone.now().isoformat()}

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from approvals.checking import revalidation_start
+from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
 from memory.services import memory_correct
 from tests.dashboard.support import DEMO_PASSWORD, Demo

@@ -268,7 +268,9 @@ def test_a_preview_run_committing_while_a_reviewer_approves_does_not_deadlock(cr
     outcomes = checks.run_all(version, policy, now)
 
     errors = holder_and_waiter(
-        lambda: checking._record(version, CheckResult.Run.PREVIEW, policy.version, now, outcomes),
+        lambda: checking.record_results(
+            version, CheckResult.Run.PREVIEW, policy.version, now, outcomes
+        ),
         lambda: version_approve(principal=crowd.world.principal("rita"), item=item, comment=""),
     )
 

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,7 +28,7 @@ from django.core import mail
 from django.db import connection
 
 from approvals import tasks
-from approvals.models import CheckResult
+from approvals.models import CheckResult, Outbox
 from audit.models import AuditEvent
 from config.celery import app as celery_app
 from memory.models import Status
@@ -38,6 +39,7 @@ from tests.approvals.test_correction_goes_live import (
     correct_with_new_record,
 )
 from tests.conftest import World, needs
+from tests.integration.slow_worker import PAUSED
 
 pytestmark = [
     needs("redis"),
@@ -173,12 +175,11 @@ def celery_worker_process(
         "REDIS_URL": settings.REDIS_URL,
         "MEMGOV_BROKER_REDIS_DB": str(settings.BROKER_REDIS_DB),
         "MEMGOV_CACHE_REDIS_DB": str(settings.CACHE_REDIS_DB),
-        "MEMGOV_TEST_CHECK_DELAY": str(check_delay),
         "EMAIL_URL": "dummy://",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     command = [
-        *(sys.executable, "-m", "celery", "-A", "config", "worker"),
+        *(sys.executable, "-m", "tests.integration.slow_worker", str(check_delay), "worker"),
         *(f"--pool={pool}", "--concurrency=1", "--loglevel=INFO"),
         *("--without-mingle", "--without-gossip"),
         *("-n", f"doomed-{uuid.uuid4().hex[:8]}@%h"),
@@ -203,9 +204,7 @@ def test_a_worker_killed_in_the_middle_of_a_gate_run_is_finished_by_the_sweeper(
     # but not committed.
     worker = celery_worker_process(log, check_delay=600)
     try:
-        wait_for(
-            "the worker to pause its gate run", lambda: "MEMGOV_TEST_CHECK_DELAY" in log.read_text()
-        )
+        wait_for("the worker to pause its gate run", lambda: PAUSED in log.read_text())
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
     finally:
@@ -250,7 +249,7 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
     worker = celery_worker_process(log, check_delay=5, pool="prefork")
     try:
         # When the pool process running the gate is killed (the worker itself lives on).
-        wait_for("the gate run to pause", lambda: "MEMGOV_TEST_CHECK_DELAY" in log.read_text())
+        wait_for("the gate run to pause", lambda: PAUSED in log.read_text())
         [pool_process] = _children(worker.pid)
         os.kill(pool_process, signal.SIGKILL)
 
@@ -262,8 +261,49 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
 
     output = log.read_text()
     assert "WorkerLostError" in output
-    assert output.count("MEMGOV_TEST_CHECK_DELAY") == 2
+    assert output.count(PAUSED) == 2
     assert head(memory["id"]).status == Status.ACTIVE
     activations = AuditEvent.objects.filter(target_id=memory["id"], action="memory.active")
     assert activations.count() == 1
     assert CheckResult.objects.filter(version=version, run="gate").count() == 5
+
+
+NO_VERIFICATION = {"order": ["specificity", "kind", "valid_from"]}
+
+
+def _is_active(memory_id: str) -> bool:
+    return head(memory_id).status == Status.ACTIVE
+
+
+def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flow):
+    with embedded_worker():
+        # Given the verified P-9 rule wins over the confirmed one under policy 1.
+        record = flow.source("business_record", content="PO-7731 v3: exception granted.")
+        verified = flow.rule(P9, sources=[record])["id"]
+        confirmed = flow.rule(P9, value="check every delivery")["id"]
+        for memory_id in (confirmed, verified):
+            flow.approve(memory_id, "rita", "lena")
+            wait_for("the gate run", partial(_is_active, memory_id))
+        assert flow.resolved_ids(P9) == [verified]
+        mail.outbox.clear()
+
+        # When a policy without the verification rank is published (the two now tie).
+        body = {"precedence": NO_VERIFICATION, "reason": "verification is not a rank any more"}
+        job = flow.ok(flow.post("rita", "/policy", body), 201)["revalidation"]
+        path = f"/revalidations/{job}"
+        wait_for("the revalidation", lambda: flow.ok(flow.get("rita", path))["status"] == "done")
+
+        # Then the first one checked is suspended, agents get the other, people are told.
+        assert flow.ok(flow.get("rita", path))["flagged"] == [verified]
+        suspended = flow.memory(verified)
+        assert (suspended["status"], suspended["status_reason"]) == (
+            "checks_failed",
+            "revalidation",
+        )
+        assert suspended["checks"]["status"] == "failed"
+        assert flow.resolved_ids(P9) == [confirmed]
+        wait_for("the suspension emails", lambda: len(mail.outbox) == 3)
+        assert {m.subject for m in mail.outbox} == {
+            f"[Memgov] Re-validation suspended material_checks ({verified})"
+        }
+        assert Outbox.objects.get().dispatched_at is not None

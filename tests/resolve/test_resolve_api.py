@@ -59,6 +59,8 @@ def test_a_published_policy_is_the_one_answers_use(world, story, dana, home, off
         "order": ["kind", "specificity", "verification", "valid_from"],
         "kind_rank": ["task_fact", "enterprise_rule", "preference"],
     }
+    # Flag only: under ``suspend`` the office fact, outranked in its own scope, would leave use.
+    services.tenant_update_settings(tenant=world.tenant, revalidation_failure="flag")
     before = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
     with story.on_commit(execute=True):  # cache invalidation and re-validation run on commit
         published = world.client("rita").post(

@@ -1,0 +1,240 @@
+"""Revalidation (DESIGN.md, Revalidation): after a policy, model, prompt or tool change the
+checks of every active item run again; an item that now fails is suspended
+(``checks_failed``, reason ``revalidation``) or, when the tenant says ``flag``, only listed.
+
+The job is recorded with an outbox row in the transaction that causes it (publishing a
+policy included); its chunks are enqueued by a task, and a job that stops moving is
+resumed by the sweeper from its own bookkeeping (which versions have no result yet)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals import checking, checks
+from approvals.checking import ACTOR
+from approvals.lifecycle import bump_on_commit, flag_tasks
+from approvals.models import CheckResult, Revalidation
+from approvals.outbox import outbox_write
+from audit.services import audit_append
+from core.authority import has_tenant_permission, require_tenant_permission
+from memory.models import MemoryItem, MemoryVersion, Policy, Status, Tenant
+from memory.principals import Principal
+from memory.selectors import current_policy
+from memory.services import MANAGE_POLICY_REFUSAL, policy_record, version_transition
+
+logger = logging.getLogger(__name__)
+CHUNK = 50
+SUSPENDED_REASON = "revalidation"
+
+
+def may_see_flagged(principal: Principal) -> bool:
+    """Which memories failed is shown to people who manage policy or read the audit."""
+    return principal.user is not None and any(
+        has_tenant_permission(principal, codename) for codename in ("manage_policy", "view_audit")
+    )
+
+
+@transaction.atomic
+def revalidation_start(*, tenant: Tenant, reason: str, actor: str) -> Revalidation:
+    """Record the job (inside the caller's transaction when there is one) with the outbox
+    row that starts it after commit; nothing runs for a rolled-back write."""
+    policy = current_policy(tenant)
+    ids = list(
+        MemoryVersion.objects.filter(tenant=tenant, status=Status.ACTIVE)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    now = timezone.now()
+    job = Revalidation.objects.create(
+        tenant=tenant,
+        reason=reason,
+        policy_version=str(policy.version),
+        total=len(ids),
+        version_ids=ids,
+        started_by=actor,
+        started_at=now,
+        progress_at=now,
+        status=Revalidation.Status.DONE if not ids else Revalidation.Status.RUNNING,
+        finished_at=now if not ids else None,
+    )
+    audit_append(
+        tenant=tenant,
+        actor=actor,
+        action="revalidation.started",
+        target_type="revalidation",
+        target_id=job.pk,
+        data={"total": len(ids), "policy_version": job.policy_version},
+    )
+    if ids:
+        outbox_write(kind="revalidation.run", payload={"job_id": job.pk}, tenant=tenant)
+    return job
+
+
+@transaction.atomic(durable=True)
+def policy_publish_and_revalidate(
+    *, principal: Principal, precedence: Mapping[str, Any], reason: str
+) -> tuple[Policy, Revalidation]:
+    """A new policy is only trusted once every active item passed its checks under it; the
+    policy, its job and the job's outbox row commit together or not at all."""
+    policy = policy_record(principal=principal, precedence=precedence, reason=reason)
+    job = revalidation_start(
+        tenant=principal.tenant,
+        actor=principal.name,
+        reason=f"policy {policy.version} published: {reason}",
+    )
+    return policy, job
+
+
+@transaction.atomic(durable=True)
+def revalidation_request(*, principal: Principal, reason: str) -> Revalidation:
+    """ "The model, prompt or tools changed": re-check every active item (manage_policy)."""
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
+    return revalidation_start(tenant=principal.tenant, actor=principal.name, reason=reason)
+
+
+def _missing(job: Revalidation) -> list[int]:
+    """The job's versions without a result of this job yet (its own bookkeeping)."""
+    done = set(
+        CheckResult.objects.filter(
+            version_id__in=job.version_ids,
+            run=CheckResult.Run.REVALIDATION,
+            ran_at__gte=job.started_at,
+        ).values_list("version_id", flat=True)
+    )
+    return [pk for pk in job.version_ids if pk not in done]
+
+
+def revalidation_enqueue_missing(*, job_id: str) -> int:
+    """Enqueue the chunks still to do (all of them at first; the lost ones on resume).
+    Safe to repeat: a chunk delivered twice counts each version once."""
+    from approvals import tasks
+
+    job = Revalidation.objects.get(pk=job_id)
+    if job.status != Revalidation.Status.RUNNING:
+        return 0
+    missing = _missing(job)
+    for i in range(0, len(missing), CHUNK):
+        tasks.revalidate_chunk.delay(job.pk, missing[i : i + CHUNK])
+    return len(missing)
+
+
+def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
+    """Jobs ``running`` without progress for a while lost a chunk (broker outage, dead
+    worker); each is claimed by a conditional update on its progress time, then resumed."""
+    from approvals import tasks
+
+    now = timezone.now()
+    stalled = Revalidation.objects.filter(
+        status=Revalidation.Status.RUNNING, progress_at__lt=now - stalled_after
+    )
+    resumed = []
+    for job_id, seen in stalled.values_list("pk", "progress_at"):
+        claimed = Revalidation.objects.filter(pk=job_id, progress_at=seen).update(progress_at=now)
+        if claimed:
+            logger.warning("revalidation %s stalled since %s; resuming", job_id, seen)
+            tasks.revalidation_run.delay(job_id=job_id)
+            resumed.append(job_id)
+    return resumed
+
+
+def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
+    """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
+
+    Each version's results and its count commit together under the job's lock, so a
+    chunk redelivered after a crash skips exactly the versions already counted."""
+    job = Revalidation.objects.get(pk=job_id)
+    versions = MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant")
+    for version in versions.order_by("pk"):
+        if _rechecked(job, version):
+            continue
+        policy_version, now, outcomes = checking.evaluate_current(version)
+        _record_and_count(job_id, version, policy_version, now, outcomes)
+
+
+def _rechecked(job: Revalidation, version: MemoryVersion) -> bool:
+    return CheckResult.objects.filter(
+        version=version, run=CheckResult.Run.REVALIDATION, ran_at__gte=job.started_at
+    ).exists()
+
+
+def _suspend(job: Revalidation, version: MemoryVersion, results: list[CheckResult]) -> bool:
+    """Take a failing active item out of use (tenant setting ``suspend``), audited, its
+    subject's cache bumped after commit — before the task returns."""
+    if job.tenant.revalidation_failure != Tenant.RevalidationFailure.SUSPEND:
+        return False
+    MemoryItem.objects.select_for_update(no_key=True).get(pk=version.item_id)
+    locked = (
+        MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("tenant", "item")
+        .get(pk=version.pk)
+    )
+    if locked.status != Status.ACTIVE:
+        return False  # superseded or retired meanwhile: nothing in use to suspend
+    failed = [r.scenario.get("name", r.scenario_key) for r in results if r.outcome == "failed"]
+    version_transition(
+        version=locked,
+        to=Status.CHECKS_FAILED,
+        actor=ACTOR,
+        reason=SUSPENDED_REASON,
+        revalidation=job.pk,
+        policy_version=job.policy_version,
+        failed_scenarios=failed,
+    )
+    # Tasks told about it must re-verify before acting on it (as after a retirement).
+    flag_tasks(item=locked.item, event="suspended", reason=SUSPENDED_REASON, at=timezone.now())
+    bump_on_commit([locked])
+    return True
+
+
+def _finish_if_done(job: Revalidation) -> None:
+    if job.done < job.total or job.status != Revalidation.Status.RUNNING:
+        return
+    job.status = Revalidation.Status.DONE
+    job.finished_at = timezone.now()
+    audit_append(
+        tenant=job.tenant,
+        actor=ACTOR,
+        action="revalidation.finished",
+        target_type="revalidation",
+        target_id=job.pk,
+        data={"total": job.total, "failed": job.failed, "flagged": job.flagged},
+    )
+
+
+def _record_and_count(
+    job_id: str,
+    version: MemoryVersion,
+    policy_version: str,
+    now: datetime,
+    outcomes: list[checks.Outcome],
+) -> None:
+    from approvals.dispatch import after_revalidation_failures
+
+    with transaction.atomic(durable=True):
+        job = (
+            Revalidation.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("tenant")
+            .get(pk=job_id)
+        )
+        if _rechecked(job, version):
+            return  # a concurrent delivery of the same chunk counted it
+        results = checking.record_results(
+            version, CheckResult.Run.REVALIDATION, policy_version, now, outcomes
+        )
+        failed = any(r.outcome == "failed" for r in results)
+        job.done += 1
+        job.progress_at = timezone.now()
+        if failed:
+            job.failed += 1
+            job.flagged = sorted({*job.flagged, version.item_id})
+            _suspend(job, version, results)
+        _finish_if_done(job)
+        job.save()
+        if failed:
+            after_revalidation_failures(job, [version.item_id])
