@@ -30,25 +30,9 @@ from memory.views_base import MemgovAPIView
 _ANY_OBJECT = OpenApiTypes.OBJECT
 
 
-def _nul_members(data: Any, path: str = "") -> list[str]:
-    """Members holding a NUL character anywhere (PostgreSQL text and jsonb refuse it)."""
-    if isinstance(data, str):
-        return [path or "request"] if "\x00" in data else []
-    if isinstance(data, dict):
-        found = [path or "request" for key in data if "\x00" in str(key)]
-        for key, value in data.items():
-            found += _nul_members(value, f"{path}.{key}" if path else str(key))
-        return found
-    if isinstance(data, list):
-        return [m for i, value in enumerate(data) for m in _nul_members(value, f"{path}.{i}")]
-    return []
-
-
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise InvalidContent({"request": ["the body must be a JSON object"]})
-    if nul := _nul_members(request.data):
-        raise InvalidContent({name: ["must not contain NUL characters"] for name in nul})
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
