@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.boundary.InputBoundaryMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -170,6 +171,9 @@ _HTTPS = env_str("SITE_URL", "http://127.0.0.1:8000").startswith("https://")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=_HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# HSTS wherever the site is served over HTTPS: a year, this host only unless told otherwise.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {

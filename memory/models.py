@@ -387,7 +387,10 @@ class Policy(models.Model):
 
 
 class IdempotencyRecord(models.Model):
+    """Keys are scoped per principal: another caller's key is never seen, not even as used."""
+
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    principal = models.CharField(max_length=150, default="")
     key = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()
@@ -397,7 +400,9 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_unique_key")
+            models.UniqueConstraint(
+                fields=["tenant", "principal", "key"], name="idempotency_unique_principal_key"
+            )
         ]
 
     def __str__(self) -> str:
