@@ -196,6 +196,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.openapi.document_problems",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "memory.models.Source.Kind",
         "MemoryKindEnum": "memory.models.MemoryKind",

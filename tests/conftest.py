@@ -145,3 +145,9 @@ def later(days: int = 30) -> datetime:
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+@pytest.fixture(autouse=True)
+def _responses_match_the_schema(settings: Any) -> None:
+    """Every API answer of every test is checked against the published OpenAPI schema."""
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.openapi_check.ResponseSchemaMiddleware"]
