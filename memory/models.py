@@ -409,6 +409,24 @@ class IdempotencyRecord(models.Model):
         return self.key
 
 
+class CacheGeneration(models.Model):
+    """A counter per cached subject (and per tenant policy), bumped in the transaction of
+    every change that can alter an answer: a cached answer names the counters it was
+    computed under, so after the commit no node can read it, whatever Redis does."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="cache_generation_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+
 class TaskFlag(models.Model):
     """A task that used a version which later stopped being true: re-verify before acting."""
 
