@@ -16,6 +16,7 @@ script is served as a file (``SpectacularSwaggerSplitView``), not inline.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
+
+logger = logging.getLogger(__name__)
 
 LOGIN_FAILURE_LIMIT = 5
 LOGIN_FAILURE_WINDOW_SECONDS = 15 * 60
@@ -83,17 +86,35 @@ class ThrottledAuthenticationForm(AuthenticationForm):
     def clean(self) -> dict[str, Any]:
         address = self.request.META.get("REMOTE_ADDR", "") if self.request else ""
         key = _failures_key(self.cleaned_data.get("username") or "", address)
-        if (cache.get(key) or 0) >= LOGIN_FAILURE_LIMIT:
+        if _failures(key) >= LOGIN_FAILURE_LIMIT:
             self.throttled = LOCKED_MESSAGE
             raise ValidationError(LOCKED_MESSAGE, code="throttled")
         try:
             cleaned = super().clean()
         except ValidationError:
-            cache.add(key, 0, LOGIN_FAILURE_WINDOW_SECONDS)  # the window starts at the first
-            cache.incr(key)
+            _count_failure(key)
             raise
-        cache.delete(key)
+        _cache_call(cache.delete, key)
         return cleaned
+
+
+def _cache_call(call: Callable[..., Any], *args: Any) -> Any:
+    """The counter is best effort: with the cache down, sign-in still works (unthrottled,
+    logged) rather than failing for everyone."""
+    try:
+        return call(*args)
+    except Exception:
+        logger.warning("sign-in throttle: the cache is unavailable", exc_info=True)
+        return None
+
+
+def _failures(key: str) -> int:
+    return int(_cache_call(cache.get, key) or 0)
+
+
+def _count_failure(key: str) -> None:
+    _cache_call(cache.add, key, 0, LOGIN_FAILURE_WINDOW_SECONDS)  # the window starts here
+    _cache_call(cache.incr, key)
 
 
 class ThrottledLoginView(LoginView):
