@@ -14,6 +14,7 @@ from approvals.models import Revalidation
 from memory import resolution, selectors
 from memory.api import _ANY_OBJECT, _valid
 from memory.errors import NotFound
+from memory.openapi import PolicyOut, ResolutionOut
 from memory.serializers import ZonedDateTimeField, iso
 from memory.tasks_view import task_record
 from memory.views_base import MemgovAPIView
@@ -46,7 +47,7 @@ class RevalidateInput(serializers.Serializer[Any]):
 
 
 class ResolveView(MemgovAPIView):
-    @extend_schema(request=ResolveInput, responses={200: _ANY_OBJECT}, operation_id="resolve")
+    @extend_schema(request=ResolveInput, responses={200: ResolutionOut}, operation_id="resolve")
     def post(self, request: Request) -> Response:
         principal = self.principal()
         data = _valid(ResolveInput, request)
@@ -86,7 +87,7 @@ def _policy_body(policy: Any) -> dict[str, Any]:
 
 
 class PolicyView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="policy_get")
+    @extend_schema(responses={200: PolicyOut}, operation_id="policy_get")
     def get(self, request: Request) -> Response:
         return Response(_policy_body(selectors.current_policy(self.principal().tenant)))
 

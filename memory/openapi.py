@@ -104,3 +104,63 @@ class CheckOut(_Base):
 class RetiredOut(_Base):
     memory = MemoryOut()
     flagged_tasks = serializers.ListField(child=serializers.CharField())
+
+
+class FactOut(_Base):
+    field = serializers.CharField()
+    value = serializers.JSONField()
+    memory_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    kind = serializers.CharField()
+    scope = serializers.DictField(child=serializers.CharField())
+    verification = serializers.CharField()
+    valid_from = _time(allow_null=True)
+    valid_to = _time(allow_null=True)
+    expires_at = _time(allow_null=True)
+    sources = serializers.ListField(child=serializers.CharField())
+    basis = serializers.DictField()
+    statement = serializers.CharField()
+    pending_correction = serializers.BooleanField()
+    qualifiers = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField()
+
+
+class AbstentionOut(_Base):
+    field = serializers.CharField()
+    reason = serializers.CharField()
+    detail = serializers.CharField(allow_blank=True)
+
+
+class PlanOut(_Base):
+    field = serializers.CharField()
+    value = serializers.JSONField()
+    memory_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    valid_from = _time(allow_null=True)
+    statement = serializers.CharField()
+
+
+class ConsideredOut(_Base):
+    memory_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    field = serializers.CharField()
+    outcome = serializers.CharField()
+
+
+class ResolutionOut(_Base):
+    policy_version = serializers.CharField()
+    valid_at = _time()
+    known_at = _time()
+    retrieval_id = serializers.CharField(allow_null=True)
+    facts = FactOut(many=True)
+    abstentions = AbstentionOut(many=True)
+    plans = PlanOut(many=True)
+    considered = ConsideredOut(many=True, required=False)
+
+
+class PolicyOut(_Base):
+    version = serializers.CharField()
+    precedence = serializers.DictField()
+    published_at = _time()
+    published_by = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
