@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from memory import selectors, services
 from memory.errors import InvalidContent, NotFound
 from memory.models import MemoryKind, Status
-from memory.openapi import EntityOut, MemoryOut, MemoryPageOut, SourceOut
+from memory.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from memory.serializers import (
     AliasInput,
     CorrectionInput,
@@ -99,7 +99,7 @@ class EntityAliasView(MemgovAPIView):
 
 
 class EntityMatchView(MemgovAPIView):
-    @extend_schema(request=MatchInput, responses={200: _ANY_OBJECT}, operation_id="entity_match")
+    @extend_schema(request=MatchInput, responses={200: MatchOut}, operation_id="entity_match")
     def post(self, request: Request) -> Response:
         data = _valid(MatchInput, request)
         matches = selectors.entity_match(

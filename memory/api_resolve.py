@@ -14,7 +14,7 @@ from approvals.models import Revalidation
 from memory import resolution, selectors
 from memory.api import _ANY_OBJECT, _valid
 from memory.errors import NotFound
-from memory.openapi import PolicyOut, ResolutionOut
+from memory.openapi import PolicyOut, PublishedPolicyOut, ResolutionOut, RevalidationStartedOut
 from memory.serializers import ZonedDateTimeField, iso
 from memory.tasks_view import task_record
 from memory.views_base import MemgovAPIView
@@ -91,7 +91,9 @@ class PolicyView(MemgovAPIView):
     def get(self, request: Request) -> Response:
         return Response(_policy_body(selectors.current_policy(self.principal().tenant)))
 
-    @extend_schema(request=PolicyInput, responses={201: _ANY_OBJECT}, operation_id="policy_publish")
+    @extend_schema(
+        request=PolicyInput, responses={201: PublishedPolicyOut}, operation_id="policy_publish"
+    )
     def post(self, request: Request) -> Response:
         principal = self.principal()
         data = _valid(PolicyInput, request)
@@ -105,7 +107,9 @@ class PolicyView(MemgovAPIView):
 
 class RevalidateView(MemgovAPIView):
     @extend_schema(
-        request=RevalidateInput, responses={202: _ANY_OBJECT}, operation_id="policy_revalidate"
+        request=RevalidateInput,
+        responses={202: RevalidationStartedOut},
+        operation_id="policy_revalidate",
     )
     def post(self, request: Request) -> Response:
         data = _valid(RevalidateInput, request)

@@ -164,3 +164,23 @@ class PolicyOut(_Base):
     published_at = _time()
     published_by = serializers.CharField()
     reason = serializers.CharField(allow_blank=True)
+
+
+class MatchCandidateOut(_Base):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    matched_on = serializers.CharField()
+
+
+class MatchOut(_Base):
+    decision = serializers.ChoiceField(["none", "matched", "ambiguous"])
+    candidates = MatchCandidateOut(many=True)
+
+
+class PublishedPolicyOut(PolicyOut):
+    revalidation = serializers.CharField()
+
+
+class RevalidationStartedOut(_Base):
+    revalidation = serializers.CharField()
