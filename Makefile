@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: run test lint venv demo clean bench
+.PHONY: run test lint venv demo clean bench fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	SECRET_KEY=lint-only-secret $(BIN)/mypy .
+
+# Schemathesis against a live server with agent and reviewer keys (scripts/fuzz.py).
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(BIN)/python scripts/fuzz.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

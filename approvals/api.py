@@ -14,6 +14,7 @@ from approvals import services
 from approvals.models import CheckResult
 from memory import selectors
 from memory.api import _ANY_OBJECT, _memory_response, _valid
+from memory.openapi import CheckOut, MemoryOut, RetiredOut, SourceOut
 from memory.serializers import LabelListField, ScenarioInput, iso, source_representation
 from memory.views_base import MemgovAPIView
 
@@ -44,9 +45,7 @@ def _head(view: MemgovAPIView, memory_id: str) -> Response:
 
 
 class ApproveView(MemgovAPIView):
-    @extend_schema(
-        request=CommentInput, responses={200: _ANY_OBJECT}, operation_id="memory_approve"
-    )
+    @extend_schema(request=CommentInput, responses={200: MemoryOut}, operation_id="memory_approve")
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(CommentInput, request)
@@ -57,7 +56,7 @@ class ApproveView(MemgovAPIView):
 
 
 class RejectView(MemgovAPIView):
-    @extend_schema(request=ReasonInput, responses={200: _ANY_OBJECT}, operation_id="memory_reject")
+    @extend_schema(request=ReasonInput, responses={200: MemoryOut}, operation_id="memory_reject")
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(ReasonInput, request)
@@ -66,7 +65,7 @@ class RejectView(MemgovAPIView):
 
 
 class RetireView(MemgovAPIView):
-    @extend_schema(request=RetireInput, responses={200: _ANY_OBJECT}, operation_id="memory_retire")
+    @extend_schema(request=RetireInput, responses={200: RetiredOut}, operation_id="memory_retire")
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(RetireInput, request)
@@ -81,7 +80,7 @@ class RetireView(MemgovAPIView):
 
 
 class RecheckView(MemgovAPIView):
-    @extend_schema(request=None, responses={200: _ANY_OBJECT}, operation_id="memory_recheck")
+    @extend_schema(request=None, responses={200: MemoryOut}, operation_id="memory_recheck")
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         services.version_recheck(principal=self.principal(), item=item)
@@ -117,7 +116,7 @@ def check_representation(result: CheckResult) -> dict[str, Any]:
 
 
 class ChecksView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_checks")
+    @extend_schema(responses={200: CheckOut(many=True)}, operation_id="memory_checks")
     def get(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         results = CheckResult.objects.filter(version__item=item).select_related("version")
@@ -128,7 +127,7 @@ class ChecksView(MemgovAPIView):
 
 class LinkSubjectView(MemgovAPIView):
     @extend_schema(
-        request=LinkInput, responses={200: _ANY_OBJECT}, operation_id="memory_link_subject"
+        request=LinkInput, responses={200: MemoryOut}, operation_id="memory_link_subject"
     )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
@@ -174,7 +173,7 @@ class SourceVisibilityView(MemgovAPIView):
             "(user with retire_memory). Every memory built on it follows on the next "
             "resolve. Answers the source."
         ),
-        responses={200: _ANY_OBJECT},
+        responses={200: SourceOut},
     )
     def post(self, request: Request, source_id: str) -> Response:
         principal = self.principal()

@@ -46,7 +46,15 @@ class AuditListView(MemgovAPIView):
             OpenApiParameter(n, str, required=False)
             for n in ("target", "actor", "action", "since", "limit", "cursor")
         ],
-        responses={200: inline_serializer("AuditPage", fields={"next": serializers.CharField()})},
+        responses={
+            200: inline_serializer(
+                "AuditPage",
+                fields={
+                    "results": serializers.ListField(child=serializers.DictField()),
+                    "next": serializers.URLField(allow_null=True),
+                },
+            )
+        },
         operation_id="audit_list",
     )
     def get(self, request: Request) -> Response:

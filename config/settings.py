@@ -45,9 +45,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "config.middleware.BodySizeLimitMiddleware",
-    "config.middleware.NulCharacterMiddleware",
+    "config.boundary.InputBoundaryMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -171,6 +171,9 @@ _HTTPS = env_str("SITE_URL", "http://127.0.0.1:8000").startswith("https://")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=_HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# HSTS wherever the site is served over HTTPS: a year, this host only unless told otherwise.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
@@ -179,7 +182,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["memory.auth.IsTenantPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.inputs.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["memory.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},
@@ -193,6 +196,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.openapi.document_problems",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "memory.models.Source.Kind",
         "MemoryKindEnum": "memory.models.MemoryKind",

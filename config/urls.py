@@ -1,20 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import health, problems
+from config import health, problems, security
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("memory.urls")),
     path("api/v1/", include("audit.urls")),
     path("api/v1/", include("approvals.urls")),
     # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
     re_path(r"^api/", problems.api_not_found),
     path("admin/", admin.site.urls),
+    path("accounts/login/", security.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("approvals.urls_dashboard")),
 ]

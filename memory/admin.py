@@ -19,6 +19,7 @@ from memory.errors import Conflict
 from memory.models import (
     Alias,
     ApiKey,
+    CacheGeneration,
     Entity,
     IdempotencyRecord,
     Membership,
@@ -258,7 +259,14 @@ class PolicyAdmin(ReadOnlyAdmin):
 
 @admin.register(IdempotencyRecord)
 class IdempotencyRecordAdmin(ReadOnlyAdmin):
-    list_display = ("tenant", "key", "response_status", "created_at")
+    list_display = ("tenant", "principal", "key", "response_status", "created_at")
+
+
+@admin.register(CacheGeneration)
+class CacheGenerationAdmin(ReadOnlyAdmin):
+    """Committed cache generations (fail-closed invalidation); changed only by writes."""
+
+    list_display = ("tenant", "key", "value")
 
 
 @admin.register(TaskFlag)

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from memory import selectors, services
 from memory.errors import InvalidContent, NotFound
 from memory.models import MemoryKind, Status
+from memory.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from memory.serializers import (
     AliasInput,
     CorrectionInput,
@@ -30,25 +31,9 @@ from memory.views_base import MemgovAPIView
 _ANY_OBJECT = OpenApiTypes.OBJECT
 
 
-def _nul_members(data: Any, path: str = "") -> list[str]:
-    """Members holding a NUL character anywhere (PostgreSQL text and jsonb refuse it)."""
-    if isinstance(data, str):
-        return [path or "request"] if "\x00" in data else []
-    if isinstance(data, dict):
-        found = [path or "request" for key in data if "\x00" in str(key)]
-        for key, value in data.items():
-            found += _nul_members(value, f"{path}.{key}" if path else str(key))
-        return found
-    if isinstance(data, list):
-        return [m for i, value in enumerate(data) for m in _nul_members(value, f"{path}.{i}")]
-    return []
-
-
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise InvalidContent({"request": ["the body must be a JSON object"]})
-    if nul := _nul_members(request.data):
-        raise InvalidContent({name: ["must not contain NUL characters"] for name in nul})
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
@@ -61,7 +46,7 @@ def _memory_response(version: Any, status_code: int = 200) -> Response:
 
 
 class SourceCollectionView(MemgovAPIView):
-    @extend_schema(request=SourceInput, responses={201: _ANY_OBJECT}, operation_id="source_record")
+    @extend_schema(request=SourceInput, responses={201: SourceOut}, operation_id="source_record")
     def post(self, request: Request) -> Response:
         source = services.source_record(
             principal=self.principal(), data=_valid(SourceInput, request)
@@ -70,13 +55,13 @@ class SourceCollectionView(MemgovAPIView):
 
 
 class SourceDetailView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="source_get")
+    @extend_schema(responses={200: SourceOut}, operation_id="source_get")
     def get(self, request: Request, source_id: str) -> Response:
         return Response(source_representation(selectors.access_source(self.principal(), source_id)))
 
 
 class EntityCollectionView(MemgovAPIView):
-    @extend_schema(request=EntityInput, responses={201: _ANY_OBJECT}, operation_id="entity_create")
+    @extend_schema(request=EntityInput, responses={201: EntityOut}, operation_id="entity_create")
     def post(self, request: Request) -> Response:
         data = _valid(EntityInput, request)
         entity = services.entity_create(
@@ -91,15 +76,13 @@ class EntityCollectionView(MemgovAPIView):
 
 
 class EntityDetailView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="entity_get")
+    @extend_schema(responses={200: EntityOut}, operation_id="entity_get")
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(entity_representation(selectors.access_entity(self.principal(), entity_id)))
 
 
 class EntityAliasView(MemgovAPIView):
-    @extend_schema(
-        request=AliasInput, responses={201: _ANY_OBJECT}, operation_id="entity_alias_add"
-    )
+    @extend_schema(request=AliasInput, responses={201: EntityOut}, operation_id="entity_alias_add")
     def post(self, request: Request, entity_id: str) -> Response:
         principal = self.principal()
         entity = selectors.access_entity(principal, entity_id)
@@ -116,7 +99,7 @@ class EntityAliasView(MemgovAPIView):
 
 
 class EntityMatchView(MemgovAPIView):
-    @extend_schema(request=MatchInput, responses={200: _ANY_OBJECT}, operation_id="entity_match")
+    @extend_schema(request=MatchInput, responses={200: MatchOut}, operation_id="entity_match")
     def post(self, request: Request) -> Response:
         data = _valid(MatchInput, request)
         matches = selectors.entity_match(
@@ -157,7 +140,7 @@ _LIST_PARAMS = [
 
 class MemoryCollectionView(MemgovAPIView):
     @extend_schema(
-        parameters=_LIST_PARAMS, responses={200: _ANY_OBJECT}, operation_id="memory_list"
+        parameters=_LIST_PARAMS, responses={200: MemoryPageOut}, operation_id="memory_list"
     )
     def get(self, request: Request) -> Response:
         from memory.pagination import paginate
@@ -174,9 +157,7 @@ class MemoryCollectionView(MemgovAPIView):
             )
         )
 
-    @extend_schema(
-        request=ProposalInput, responses={201: _ANY_OBJECT}, operation_id="memory_propose"
-    )
+    @extend_schema(request=ProposalInput, responses={201: MemoryOut}, operation_id="memory_propose")
     def post(self, request: Request) -> Response:
         principal = self.principal()
         version = services.memory_propose(principal=principal, data=_valid(ProposalInput, request))
@@ -185,21 +166,21 @@ class MemoryCollectionView(MemgovAPIView):
 
 
 class MemoryDetailView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_get")
+    @extend_schema(responses={200: MemoryOut}, operation_id="memory_get")
     def get(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         return _memory_response(selectors.memory_head(item))
 
 
 class MemoryVersionsView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_versions")
+    @extend_schema(responses={200: MemoryOut(many=True)}, operation_id="memory_versions")
     def get(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         return Response([memory_representation(v) for v in selectors.memory_versions(item)])
 
     @extend_schema(
         request=CorrectionInput,
-        responses={201: _ANY_OBJECT},
+        responses={201: MemoryOut},
         operation_id="memory_correct",
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
     )
@@ -217,7 +198,7 @@ class MemoryVersionsView(MemgovAPIView):
 
 
 class MemoryVersionDetailView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="memory_version_get")
+    @extend_schema(responses={200: MemoryOut}, operation_id="memory_version_get")
     def get(self, request: Request, memory_id: str, number: int) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         version = selectors.memory_version(item, number)

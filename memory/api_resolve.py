@@ -18,6 +18,7 @@ from approvals.revalidation import (
 from memory import resolution, selectors
 from memory.api import _ANY_OBJECT, _valid
 from memory.errors import NotFound
+from memory.openapi import PolicyOut, PublishedPolicyOut, ResolutionOut, RevalidationStartedOut
 from memory.serializers import ZonedDateTimeField, iso
 from memory.tasks_view import task_record
 from memory.views_base import MemgovAPIView
@@ -50,7 +51,7 @@ class RevalidateInput(serializers.Serializer[Any]):
 
 
 class ResolveView(MemgovAPIView):
-    @extend_schema(request=ResolveInput, responses={200: _ANY_OBJECT}, operation_id="resolve")
+    @extend_schema(request=ResolveInput, responses={200: ResolutionOut}, operation_id="resolve")
     def post(self, request: Request) -> Response:
         principal = self.principal()
         data = _valid(ResolveInput, request)
@@ -90,13 +91,15 @@ def _policy_body(policy: Any) -> dict[str, Any]:
 
 
 class PolicyView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="policy_get")
+    @extend_schema(responses={200: PolicyOut}, operation_id="policy_get")
     def get(self, request: Request) -> Response:
         tenant = self.principal().tenant
         body = _policy_body(selectors.current_policy(tenant))
         return Response({**body, "revalidation_failure": tenant.revalidation_failure})
 
-    @extend_schema(request=PolicyInput, responses={201: _ANY_OBJECT}, operation_id="policy_publish")
+    @extend_schema(
+        request=PolicyInput, responses={201: PublishedPolicyOut}, operation_id="policy_publish"
+    )
     def post(self, request: Request) -> Response:
         principal = self.principal()
         data = _valid(PolicyInput, request)
@@ -110,7 +113,9 @@ class PolicyView(MemgovAPIView):
 
 class RevalidateView(MemgovAPIView):
     @extend_schema(
-        request=RevalidateInput, responses={202: _ANY_OBJECT}, operation_id="policy_revalidate"
+        request=RevalidateInput,
+        responses={202: RevalidationStartedOut},
+        operation_id="policy_revalidate",
     )
     def post(self, request: Request) -> Response:
         data = _valid(RevalidateInput, request)

@@ -19,7 +19,12 @@ under a generation no one reads again.
 - When Redis fails, resolve reads the database (correct, slower; logged and counted in
   ``stats``) and skips Redis for ``COOLDOWN_SECONDS`` so requests do not each wait for a
   timeout; writes succeed, and a bump that failed is retried before this process next
-  uses Redis. A bump lost for good (the process died) is stale for ``MAX_ENTRY_SECONDS``.
+  uses Redis.
+- Fail-closed: every change also bumps a committed generation (``CacheGeneration``, in
+  the change's own transaction), and an entry's key names the committed generations read
+  before its answer was computed. A node whose Redis bump failed, or a process that died
+  before bumping, therefore never leaves a readable stale entry: the cost is one indexed
+  query per cached resolve.
 
 The per-key throttle (``memory.auth``) uses the same Redis helpers and cooldown.
 """
@@ -38,11 +43,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
 from audit.chain import canonical_json
+from memory.models import CacheGeneration
 from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.serializers import iso
@@ -189,25 +195,57 @@ def bump(keys: Iterable[str]) -> None:
         redis_failed("bump")
 
 
-def _bump_on_commit(keys: set[str]) -> None:
+def _bump_on_commit(keys: set[tuple[int, str]]) -> None:
+    """Fail-closed: the committed counters change in the caller's transaction (so the
+    change and the end of its cached answers commit together), and the Redis generations
+    after commit (so old entries stop being read at once rather than just missed)."""
+    for tenant_id, key in sorted(keys):
+        _committed_bump(tenant_id, key)
     if keys:
-        transaction.on_commit(lambda: bump(keys))
+        transaction.on_commit(lambda: bump(key for _, key in keys))
+
+
+def _committed_bump(tenant_id: int, key: str) -> None:
+    quote = connection.ops.quote_name
+    table, column = quote(CacheGeneration._meta.db_table), quote("key")
+    sql = (
+        f"INSERT INTO {table} (tenant_id, {column}, value) VALUES (%s, %s, 1) "  # noqa: S608 - our own table
+        f"ON CONFLICT (tenant_id, {column}) DO UPDATE SET value = {table}.value + 1"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [tenant_id, key])
+
+
+def _committed_generations(tenant_id: int, keys: list[str]) -> list[int]:
+    """The counters an answer is computed under, read before the answer is."""
+    found = dict(
+        CacheGeneration.objects.filter(tenant_id=tenant_id, key__in=keys).values_list(
+            "key", "value"
+        )
+    )
+    return [found.get(key, 0) for key in keys]
 
 
 def invalidate_subject_on_commit(pairs: Iterable[tuple[int, str | None]]) -> None:
-    """After the caller's transaction commits (and before the request returns), answers
-    about these (tenant id, subject id) pairs are no longer served from the cache."""
-    _bump_on_commit({subject_generation_key(t, s) for t, s in pairs if s is not None})
+    """When the caller's transaction commits, answers about these (tenant id, subject id)
+    pairs are no longer served from the cache, on any node, even one without Redis."""
+    _bump_on_commit({(t, subject_generation_key(t, s)) for t, s in pairs if s is not None})
 
 
 def invalidate_policy_on_commit(tenant_id: int) -> None:
     """A new policy version: every cached answer of the tenant is stale."""
-    _bump_on_commit({policy_generation_key(tenant_id)})
+    _bump_on_commit({(tenant_id, policy_generation_key(tenant_id))})
 
 
 def _entry_affix(principal: Principal, request: ResolveRequest) -> tuple[str, str]:
+    tenant_id = principal.tenant.pk
+    committed = _committed_generations(
+        tenant_id,
+        [subject_generation_key(tenant_id, request.subject), policy_generation_key(tenant_id)],
+    )
     shape = canonical_json(
         {
+            "committed": committed,
             "labels": sorted(principal.labels),
             "context": dict(request.context),
             "fields": sorted(request.fields) if request.fields is not None else None,

@@ -1,5 +1,6 @@
 """``Idempotency-Key`` for POSTs: a retry with the same key and body gets the first answer;
-the same key with another body is a 422. Records are kept per tenant for 24 hours."""
+the same key with another body is a 422. Records are kept per principal for 24 hours, so
+two callers of one tenant never share (or learn about) each other's keys."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.errors import Conflict, InvalidContent
-from memory.models import IdempotencyRecord, Tenant
+from memory.models import IdempotencyRecord
 from memory.principals import Principal
 
 HEADER = "Idempotency-Key"
@@ -35,17 +36,21 @@ def request_hash(request: Request) -> str:
     return hashlib.sha256(f"{request.method} {request.path} {caller}\n".encode() + body).hexdigest()
 
 
-def reserve(tenant: Tenant, key: str, digest: str) -> IdempotencyRecord:
+def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
     """Claim the key before running the request, so two concurrent retries run it once."""
     if not key or len(key) > 200:
         raise InvalidContent({HEADER: ["must be 1 to 200 characters"]})
     ttl = timedelta(seconds=settings.MEMGOV_IDEMPOTENCY_TTL_SECONDS)
     now = timezone.now()
-    IdempotencyRecord.objects.filter(tenant=tenant, key=key, created_at__lt=now - ttl).delete()
+    mine = IdempotencyRecord.objects.filter(
+        tenant=principal.tenant, principal=principal.name, key=key
+    )
+    mine.filter(created_at__lt=now - ttl).delete()
     try:
         with transaction.atomic():
             return IdempotencyRecord.objects.create(
-                tenant=tenant,
+                tenant=principal.tenant,
+                principal=principal.name,
                 key=key,
                 request_hash=digest,
                 response_status=IN_PROGRESS,
@@ -53,7 +58,7 @@ def reserve(tenant: Tenant, key: str, digest: str) -> IdempotencyRecord:
                 created_at=now,
             )
     except IntegrityError:
-        existing = IdempotencyRecord.objects.get(tenant=tenant, key=key)
+        existing = mine.get()
     if existing.request_hash != digest:
         raise InvalidContent({HEADER: ["was already used with a different request"]})
     if existing.response_status == IN_PROGRESS:

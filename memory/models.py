@@ -409,7 +409,10 @@ class Policy(models.Model):
 
 
 class IdempotencyRecord(models.Model):
+    """Keys are scoped per principal: another caller's key is never seen, not even as used."""
+
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    principal = models.CharField(max_length=150, default="")
     key = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()
@@ -419,11 +422,31 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_unique_key")
+            models.UniqueConstraint(
+                fields=["tenant", "principal", "key"], name="idempotency_unique_principal_key"
+            )
         ]
 
     def __str__(self) -> str:
         return self.key
+
+
+class CacheGeneration(models.Model):
+    """A counter per cached subject (and per tenant policy), bumped in the transaction of
+    every change that can alter an answer: a cached answer names the counters it was
+    computed under, so after the commit no node can read it, whatever Redis does."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "key"], name="cache_generation_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
 
 
 class TaskFlag(models.Model):

@@ -14,6 +14,7 @@ from django.db.models import Model, QuerySet
 from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 
+from config.inputs import strict_int, text_problem
 from memory.errors import InvalidContent
 
 DEFAULT_LIMIT = 50
@@ -22,17 +23,22 @@ M = TypeVar("M", bound=Model)
 
 
 def page_limit(request: Request) -> int:
-    raw = request.query_params.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    limit = strict_int(request.query_params.get("limit", str(DEFAULT_LIMIT)), max_digits=3)
+    if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise InvalidContent({"limit": [f"must be an integer from 1 to {MAX_LIMIT}"]})
-    return int(raw)
+    return limit
 
 
-def _decode(cursor: str) -> str:
+def _decode(cursor: str, key_type: Callable[[str], Any]) -> Any:
+    """The key a cursor holds; anything this API could not have given out is a 422."""
     try:
-        return base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
-    except (binascii.Error, UnicodeError, ValueError) as exc:
-        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]}) from exc
+        raw = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        raw = "\x00"
+    key = strict_int(raw) if key_type is int else (None if text_problem(raw) else key_type(raw))
+    if key is None:
+        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
+    return key
 
 
 def paginate(
@@ -50,10 +56,7 @@ def paginate(
     cursor = request.query_params.get("cursor")
     rows = queryset.order_by(key)
     if cursor:
-        try:
-            rows = rows.filter(**{f"{key}__gt": key_type(_decode(cursor))})
-        except ValueError as exc:
-            raise InvalidContent({"cursor": ["is not a cursor this API gave out"]}) from exc
+        rows = rows.filter(**{f"{key}__gt": _decode(cursor, key_type)})
     page: list[M] = []
     last_key: Any = None
     batch_size = limit + 1

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
+from config.inputs import strict_int
 from memory import cache, rules
 from memory.errors import Conflict, InvalidContent, PreconditionRequired
 from memory.keys import generate_key, hash_key
@@ -426,10 +427,10 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
 def _parse_if_match(if_match: str | None) -> int:
     if not if_match:
         raise PreconditionRequired("A correction needs 'If-Match: \"<head version>\"'.")
-    raw = if_match.strip().removeprefix("W/").strip('"')
-    if not raw.isdigit():
+    number = strict_int(if_match.strip().removeprefix("W/").strip('"'), max_digits=9)
+    if number is None:
         raise InvalidContent({"If-Match": ['must be the head version number, e.g. "2"']})
-    return int(raw)
+    return number
 
 
 def _inherited(head: MemoryVersion, data: Mapping[str, Any]) -> dict[str, Any]:

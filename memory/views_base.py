@@ -25,7 +25,7 @@ class MemgovAPIView(APIView):
         key = request.headers.get(idempotency.HEADER)
         if request.method == "POST" and key is not None:
             self._idempotency_record = idempotency.reserve(
-                self.principal().tenant, key.strip(), idempotency.request_hash(request)
+                self.principal(), key.strip(), idempotency.request_hash(request)
             )
 
     def handle_exception(self, exc: Exception) -> Response:

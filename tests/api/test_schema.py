@@ -105,7 +105,12 @@ def test_the_docs_page_renders_for_the_schema(db):
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/html")
     assert b"swagger-ui" in response.content
-    assert b"/api/schema/" in response.content
+    # The init script is a file, not inline, so the page passes its CSP (issue 11).
+    assert b"<script>" not in response.content
+    assert "script-src 'self' https://cdn.jsdelivr.net" in response["Content-Security-Policy"]
+    script = APIClient().get("/api/docs/?script=")
+    assert script["Content-Type"].startswith("application/javascript")
+    assert b"/api/schema/" in script.content
 
 
 def test_healthz_needs_no_database(client):
@@ -163,3 +168,52 @@ def test_the_schema_documents_the_source_visibility_body(schema):
     assert operation["operationId"] == "source_visibility_change"
     assert sorted(body["required"]) == ["reason", "visibility"]
     assert body["properties"]["visibility"]["type"] == "array"
+
+
+def _schema() -> dict[str, Any]:
+    from tests.openapi_check import published_schema
+
+    return published_schema()
+
+
+def _ok_schema(path: str, method: str = "get") -> dict[str, Any]:
+    schema: dict[str, Any] = _schema()["paths"][path][method]["responses"]
+    ok = schema.get("200") or schema["201"]
+    return dict(ok["content"]["application/json"]["schema"])
+
+
+def test_lists_are_declared_as_arrays():
+    """Issue 11: /versions and /checks answer arrays and were declared objects."""
+    for path in ("/api/v1/memories/{memory_id}/versions", "/api/v1/memories/{memory_id}/checks"):
+        assert _ok_schema(path)["type"] == "array", path
+
+
+def test_the_audit_page_next_is_nullable():
+    page = _schema()["components"]["schemas"]["AuditPage"]
+
+    assert page["properties"]["next"]["nullable"] is True
+
+
+def test_every_operation_documents_its_problem_answers():
+    for path, operations in _schema()["paths"].items():
+        for method, operation in operations.items():
+            documented = set(operation["responses"])
+            expected = {"400", "401", "403", "404", "422", "429"}
+            if method == "post":
+                expected |= {"409", "413", "415"}
+            assert expected <= documented, (method, path, expected - documented)
+            problem = operation["responses"]["422"]["content"]["application/problem+json"]
+            assert problem["schema"] == {"$ref": "#/components/schemas/Problem"}
+    corrections = _schema()["paths"]["/api/v1/memories/{memory_id}/versions"]["post"]
+    assert "428" in corrections["responses"]
+
+
+def test_a_response_that_breaks_the_schema_is_caught_by_the_checker():
+    """The checker every test's API answers pass through (tests/conftest.py) can fail."""
+    from tests.openapi_check import response_violation
+
+    wrong = response_violation("GET", "/api/v1/memories/mem_x/versions", 200, {"not": "a list"})
+    undocumented = response_violation("GET", "/api/v1/memories/mem_x", 418, {})
+
+    assert wrong is not None and "is not of type 'array'" in wrong
+    assert undocumented is not None and "418 is not documented" in undocumented

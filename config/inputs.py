@@ -1,0 +1,129 @@
+"""The input boundary: every malformed input becomes a 4xx problem before any code uses it.
+
+One place decides what the service accepts, so that the API and the dashboard refuse the
+same things the same way (issue 11):
+
+- bodies: at most ``MAX_REQUEST_BODY_BYTES``; a chunked body (no ``Content-Length``) is
+  read up to the same limit instead of being silently dropped (413 beyond it);
+- JSON: at most ``MAX_JSON_DEPTH`` levels (checked before the recursive decoder runs, so a
+  5,000-level body is a 400, not a ``RecursionError``); strings and keys must be
+  encodable UTF-8 (no lone surrogates) and hold no NUL, which PostgreSQL's text and jsonb
+  cannot store — a 422 naming the member;
+- the URL, headers and form fields: no NUL after decoding (400);
+- integers from the outside (``limit``, ``If-Match``, cursors, ``Content-Length``): ASCII
+  digits only and a bounded length, since ``str.isdigit()`` accepts ``²`` and ``int()``
+  refuses 5,000 digits.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from memory.errors import InvalidContent
+
+MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 18  # fits a signed 64-bit column; no identifier or limit needs more
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+# A JSON string (escapes included) or one bracket; everything else cannot nest.
+_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def strict_int(raw: str, *, max_digits: int = MAX_INT_DIGITS) -> int | None:
+    """The value of ``raw`` if it is 1..max_digits ASCII digits, else None."""
+    if len(raw) > max_digits or not _ASCII_DIGITS.fullmatch(raw):
+        return None
+    return int(raw)
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None when it can."""
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (a lone surrogate is not)"
+    return None
+
+
+def json_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in JSON text, without recursion."""
+    depth = deepest = 0
+    for match in _STRING_OR_BRACKET.finditer(raw):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def _members(data: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string (keys included) in decoded JSON with the member path that holds it."""
+    stack: list[tuple[Any, str]] = [(data, path)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            yield where or "request", value
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                yield where or "request", key
+                stack.append((item, f"{where}.{_printable(key)}" if where else _printable(key)))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}.{index}") for index, item in enumerate(value))
+
+
+def _printable(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_text_errors(data: Any) -> dict[str, list[str]]:
+    """Members whose strings or keys cannot be stored, as ``{"member": ["why"]}``."""
+    errors: dict[str, list[str]] = {}
+    for member, value in _members(data, ""):
+        if (why := text_problem(value)) is not None:
+            errors.setdefault(member, [why])
+    return dict(sorted(errors.items()))
+
+
+def load_json(raw: bytes) -> Any:
+    """Decode a JSON body under the boundary's rules (ParseError 400 / InvalidContent 422)."""
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise ParseError(f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.")
+    try:
+        text = codecs.decode(raw, "utf-8")
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ParseError(f"JSON parse error - {exc}") from exc
+    if errors := json_text_errors(data):
+        raise InvalidContent(errors)
+    return data
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class BoundedJSONParser(JSONParser):
+    """DRF's JSON parser behind the boundary: depth, UTF-8 and NUL rules applied."""
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        charset = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        if str(charset).lower().replace("_", "-") not in ("utf-8", "utf8"):
+            raise ParseError("JSON bodies must be UTF-8.")
+        return load_json(stream.read() if stream is not None else b"")

@@ -1,0 +1,67 @@
+"""What the OpenAPI description adds beyond the views' own declarations (issue 11, point 6):
+the problem answers every operation can give, as one ``Problem`` component."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "RFC 9457 problem details; ``errors`` names each refused member.",
+    "properties": {
+        "type": {"type": "string", "format": "uri"},
+        "title": {"type": "string"},
+        "status": {"type": "integer", "minimum": 400, "maximum": 599},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+        },
+        "current_version": {"type": "integer"},
+    },
+    "required": ["type", "title", "status", "detail"],
+}
+
+_WHY = {
+    "400": "Malformed request: JSON syntax, nesting deeper than 64, NUL in the URL or a header.",
+    "401": "No API key, or an unknown, revoked or expired one.",
+    "403": "The principal may not do this.",
+    "404": "No such resource visible to the principal.",
+    "409": "Conflict with the current state (e.g. a stale If-Match, a key still in progress).",
+    "413": "The body is larger than 256 KiB.",
+    "415": "The body is not application/json.",
+    "422": "The content breaks a rule; `errors` names each member.",
+    "428": "A correction without If-Match.",
+    "429": "Too many requests; see Retry-After.",
+    "503": "A dependency (cache, broker) is unavailable; nothing was changed.",
+}
+_PROBLEM_REF = "#/components/schemas/Problem"
+_EVERY = ("400", "401", "403", "404", "422", "429")
+_WRITES = ("409", "413", "415", "503")
+
+
+def _problem(status: str) -> dict[str, Any]:
+    return {
+        "description": _WHY[status],
+        "content": {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+        },
+    }
+
+
+def document_problems(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: add the Problem component and every operation's
+    problem answers (writes can also conflict, be too large or not JSON; corrections need
+    If-Match)."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            statuses = list(_EVERY)
+            if method in ("post", "put", "patch", "delete"):
+                statuses += _WRITES
+            if method == "post" and path.endswith("/versions"):
+                statuses.append("428")
+            responses = operation.setdefault("responses", {})
+            for status in statuses:
+                responses.setdefault(status, _problem(status))
+    return result

@@ -1,0 +1,53 @@
+"""Issue 11, point 5, end to end: gunicorn de-chunks a request without Content-Length, and
+the input boundary reads it under the same 256 KiB limit instead of seeing no body."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cache.conftest import Gunicorn
+from tests.conftest import needs
+
+pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
+
+
+def _chunks(body: bytes, size: int = 8192) -> Iterator[bytes]:
+    for start in range(0, len(body), size):
+        yield body[start : start + size]
+
+
+def _post_chunked(server: Gunicorn, key: str, body: bytes) -> tuple[int, dict[str, object]]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request(
+        "POST",
+        "/api/v1/sources",
+        body=_chunks(body),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        encode_chunked=True,
+    )
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer
+
+
+def test_a_chunked_valid_body_is_recorded(private_redis, gunicorn_server, world):
+    body = json.dumps({"kind": "message", "content": "Sent in chunks."}).encode()
+
+    status, answer = _post_chunked(gunicorn_server, world.keys["agent"], body)
+
+    assert status == 201, answer
+    assert answer["content"] == "Sent in chunks."
+
+
+def test_a_chunked_body_of_300_kib_is_a_413(private_redis, gunicorn_server, world):
+    body = json.dumps({"kind": "message", "content": "x" * (300 * 1024)}).encode()
+
+    status, answer = _post_chunked(gunicorn_server, world.keys["agent"], body)
+
+    assert status == 413, answer
+    assert answer["status"] == 413
