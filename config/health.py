@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
@@ -52,3 +53,26 @@ def readyz(request: HttpRequest) -> JsonResponse:
 def floor(request: HttpRequest) -> JsonResponse:
     """A bare JSON answer of the same server: the benchmarks' floor."""
     return JsonResponse({"status": "ok"})
+
+
+class HostAgnosticHealthMiddleware:
+    """Answer ``/healthz`` and ``/readyz`` before anything reads the ``Host`` header.
+
+    Kubernetes probes and Docker's HEALTHCHECK call the pod or container by its IP, which
+    is not (and should not be) in ``ALLOWED_HOSTS``; Django would answer 400
+    (DisallowedHost) and the orchestrator would restart a healthy process in a loop. Only
+    these two exact paths skip the host check: they take no input and reveal nothing but
+    up or down. Put this first in ``MIDDLEWARE``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.views: dict[str, Callable[[HttpRequest], JsonResponse]] = {
+            "/healthz": healthz,
+            "/readyz": readyz,
+        }
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        view = self.views.get(request.path_info)
+        if view is not None and request.method in ("GET", "HEAD"):
+            return view(request)
+        return self.get_response(request)

@@ -262,3 +262,17 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
+# (issue 16; README "Deploy" lists every variable.)
+# Probes call the pod or container by its IP: /healthz and /readyz answer before the host
+# check, and only those two paths do (config.health.HostAgnosticHealthMiddleware).
+MIDDLEWARE = ["config.health.HostAgnosticHealthMiddleware", *MIDDLEWARE]
+# Behind a TLS-terminating proxy or ingress, Django sees plain HTTP. Trust the proxy's
+# X-Forwarded-Proto only when told to: a client reaching gunicorn directly could set it.
+if env_bool("MEMGOV_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The public origin (SITE_URL) may post forms even when the proxy rewrites the Host;
+# CSRF_TRUSTED_ORIGINS adds more (e.g. a second domain).
+_SITE_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(SITE_URL))
+CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS]))
