@@ -276,3 +276,5 @@ if env_bool("MEMGOV_TRUST_X_FORWARDED_PROTO", default=False):
 # CSRF_TRUSTED_ORIGINS adds more (e.g. a second domain).
 _SITE_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(SITE_URL))
 CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS]))
+# The image collects static files at build time, outside the writable /tmp.
+STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
