@@ -17,6 +17,7 @@ from approvals.lifecycle import version_activate, version_fail_checks
 from approvals.models import CheckResult, Revalidation
 from approvals.permissions import require_tenant_permission
 from audit.services import audit_append
+from config import metrics
 from memory.models import MemoryVersion, Policy, Status, Tenant
 from memory.principals import Principal
 from memory.selectors import current_policy, resolver_policy
@@ -87,9 +88,12 @@ def _pause_for_crash_tests(run: str) -> None:
 
 def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResult]]:
     """Evaluate every scenario and record the results in one transaction."""
+    started = time.perf_counter()
     policy_version, now, outcomes = _evaluate(version)
     with transaction.atomic(durable=True):
         results = _record(version, run, policy_version, now, outcomes)
+    passed = all(r.outcome == "passed" for r in results)
+    metrics.check_run_finished(run, passed, time.perf_counter() - started)
     return policy_version, results
 
 

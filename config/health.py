@@ -61,14 +61,19 @@ class HostAgnosticHealthMiddleware:
     Kubernetes probes and Docker's HEALTHCHECK call the pod or container by its IP, which
     is not (and should not be) in ``ALLOWED_HOSTS``; Django would answer 400
     (DisallowedHost) and the orchestrator would restart a healthy process in a loop. Only
-    these two exact paths skip the host check: they take no input and reveal nothing but
-    up or down. Put this first in ``MIDDLEWARE``."""
+    these exact paths skip the host check: the health paths take no input and reveal
+    nothing but up or down, and ``/metrics`` needs its bearer token (config.metrics).
+    Put this first in ``MIDDLEWARE``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
-        self.views: dict[str, Callable[[HttpRequest], JsonResponse]] = {
+        from config.metrics import metrics_view
+
+        self.views: dict[str, Callable[[HttpRequest], HttpResponse]] = {
             "/healthz": healthz,
             "/readyz": readyz,
+            # Prometheus scrapes pods by IP too; the bearer token guards it instead.
+            "/metrics": metrics_view,
         }
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -43,6 +43,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import canonical_json
+from config import metrics
 from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.serializers import iso
@@ -240,16 +241,20 @@ def cached_resolution(
     principal: Principal, request: ResolveRequest, now: datetime
 ) -> dict[str, Any]:
     if not enabled() or request.valid_at is not None or request.known_at is not None:
+        metrics.resolve_cache_outcome("disabled" if not enabled() else "uncacheable")
         return _fresh(principal, request, now)
     if not redis_usable():
         stats["bypassed"] += 1
+        metrics.resolve_cache_outcome("bypassed")
         return _fresh(principal, request, now)
     try:
         _flush_pending()
         key, entry = _read(principal, request)
     except Exception:
         redis_failed("read")
+        metrics.resolve_cache_outcome("error")
         return _fresh(principal, request, now)
+    metrics.resolve_cache_outcome("hit" if entry is not None else "miss")
     if entry is not None:
         stats["hits"] += 1
         body: dict[str, Any] = json.loads(entry)
