@@ -26,7 +26,8 @@ prod: $(STAMP)
 		|| { echo "make prod needs DATABASE_URL, REDIS_URL and SECRET_KEY" >&2; exit 2; }
 	DEBUG=false $(BIN)/python manage.py migrate --no-input -v1
 	DEBUG=false $(BIN)/python manage.py collectstatic --no-input -v0
-	DEBUG=false GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	DEBUG=false MEMGOV_LOG_FORMAT="$${MEMGOV_LOG_FORMAT:-json}" \
+		GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
 		$(BIN)/honcho --no-colour -f deploy/Procfile -d . start
 
 test: $(STAMP)

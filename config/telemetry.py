@@ -76,11 +76,20 @@ def _stamp_task(headers: dict[str, Any] | None = None, **_: Any) -> None:
 _started: dict[str, tuple[float, Any, Any]] = {}
 
 
+def _header(request: Any, name: str) -> Any:
+    """A custom message header: an attribute of the worker's task request, or in its
+    ``headers`` when the task was applied with them."""
+    value = getattr(request, name, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(name)
+    return value
+
+
 @signals.task_prerun.connect
 def _task_started(task_id: str = "", task: Any = None, **_: Any) -> None:
     request = getattr(task, "request", None)
-    rid = getattr(request, REQUEST_ID_TASK_HEADER, None) or logs.request_id.get()
-    sent_at = getattr(request, metrics.SENT_AT_HEADER, None)
+    rid = _header(request, REQUEST_ID_TASK_HEADER) or logs.request_id.get()
+    sent_at = _header(request, metrics.SENT_AT_HEADER)
     name = str(getattr(task, "name", "?"))
     if sent_at is not None:
         metrics.TASK_LAG.labels(name).observe(max(0.0, time.time() - float(sent_at)))

@@ -61,12 +61,15 @@ class Prod:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def call(self, key: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def call(
+        self, key: str, method: str, path: str, body: Any = None, **headers: str
+    ) -> tuple[int, Any]:
         request = urllib.request.Request(  # noqa: S310 - our own loopback server
             f"{self.base}/api/v1{path}",
             method=method,
             data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            | headers,
         )
         try:
             with urllib.request.urlopen(request, timeout=20) as response:  # noqa: S310
@@ -74,8 +77,10 @@ class Prod:
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    def ok(self, key: str, method: str, path: str, body: Any = None, status: int = 200) -> Any:
-        got, answer = self.call(key, method, path, body)
+    def ok(
+        self, key: str, method: str, path: str, body: Any = None, status: int = 200, **headers: str
+    ) -> Any:
+        got, answer = self.call(key, method, path, body, **headers)
         assert got == status, (got, answer)
         return answer
 
@@ -250,6 +255,7 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
             "sources": [said["id"]],
         },
         201,
+        **{"X-Request-ID": "smoke-channel-1"},
     )
     wait_for(
         "the gate run to be in flight",
@@ -262,6 +268,16 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
     version = MemoryVersion.objects.get(item_id=channel["id"], number=1)
     assert version.status == Status.ACTIVE
     assert AuditEvent.objects.filter(target_id=channel["id"], action="memory.active").count() == 1
+    # And the worker's JSON line for that run carries the id of the request that caused it.
     output = prod.output()
+    task_lines = [
+        json.loads(line.split("| ", 1)[1])
+        for line in output.splitlines()
+        if "worker.1" in line and '"event":"task"' in line
+    ]
+    gate = [t for t in task_lines if t["request_id"] == "smoke-channel-1"]
+    assert [(t["task"], t["state"]) for t in gate] == [
+        ("approvals.tasks.run_gate_checks", "SUCCESS")
+    ]
     shutdown = output.index("Warm shutdown")
     assert output.rindex("MEMGOV_TEST_CHECK_DELAY") < shutdown < output.rindex("succeeded in")
