@@ -29,6 +29,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    start_http_server,
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
@@ -160,16 +161,30 @@ class LiveCollector(Collector):
         yield age
 
 
+def recorded_registry() -> CollectorRegistry:
+    """Every process's samples (multi-process mode), or this process's."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    recorded = CollectorRegistry()
+    multiprocess.MultiProcessCollector(recorded)  # type: ignore[no-untyped-call]
+    return recorded
+
+
 def exposition() -> bytes:
-    """Every process's samples (multi-process mode) or this one's, and the live gauges."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        recorded = CollectorRegistry()
-        multiprocess.MultiProcessCollector(recorded)  # type: ignore[no-untyped-call]
-    else:
-        recorded = REGISTRY
+    """What was recorded, and the live gauges."""
     live = CollectorRegistry(auto_describe=False)
     live.register(LiveCollector())
-    return generate_latest(recorded) + generate_latest(live)
+    return generate_latest(recorded_registry()) + generate_latest(live)
+
+
+def serve_worker_metrics(port: int) -> tuple[str, int]:
+    """A Celery worker's own scrape endpoint (task durations and lag, check runs run by
+    its pool): plain HTTP on ``port``, for the cluster's Prometheus only (the
+    NetworkPolicy admits the monitoring namespace alone). Prefork children write to
+    PROMETHEUS_MULTIPROC_DIR, set before the worker starts."""
+    server, _ = start_http_server(port, registry=recorded_registry())
+    host, bound = server.server_address[:2]
+    return str(host), int(bound)
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -285,6 +285,8 @@ CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS])
 STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
 # /metrics (Prometheus) answers only "Authorization: Bearer <token>"; unset, it is a 404.
 MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
+# A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
+MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text.
 LOGGING = logging_config(
     json_lines=env_str("MEMGOV_LOG_FORMAT", "plain") == "json", level=env_str("LOG_LEVEL", "INFO")

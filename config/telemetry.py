@@ -132,3 +132,11 @@ def _django_logging(**_: Any) -> None:
     """The worker and beat log through the LOGGING setting (JSON lines in production)
     instead of Celery's own format."""
     logging.config.dictConfig(settings.LOGGING)
+
+
+@signals.worker_init.connect
+def _worker_metrics(**_: Any) -> None:
+    port: int = settings.MEMGOV_WORKER_METRICS_PORT
+    if port:
+        host, bound = metrics.serve_worker_metrics(port)
+        task_logger.info("worker metrics on %s:%s/metrics", host, bound)

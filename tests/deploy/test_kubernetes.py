@@ -183,7 +183,20 @@ def test_only_the_ingress_and_monitoring_reach_web_and_nothing_reaches_the_rest(
     assert deny["ingress"] == []
     assert web["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "web"
     assert web["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8000}]
+    metrics = policies["memgov-worker-metrics"]["spec"]
+    assert metrics["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 9808}]
+    assert metrics["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
     assert "Egress" in policies["memgov-egress"]["spec"]["policyTypes"]
+
+
+def test_workers_expose_their_metrics_port_named_in_the_policy(rendered):
+    [worker] = pod_specs(rendered)["memgov-worker"]["containers"]
+    env = {e["name"]: e["value"] for e in worker["env"]}
+
+    assert env["MEMGOV_WORKER_METRICS_PORT"] == "9808"
+    assert worker["ports"] == [{"name": "metrics", "containerPort": 9808}]
 
 
 def test_secrets_are_referenced_and_never_inlined(rendered):

@@ -4,6 +4,8 @@ check runs, the Celery queue and its lag, reviews waiting by kind."""
 
 from __future__ import annotations
 
+import socket
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from approvals import tasks
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
+from config.metrics import serve_worker_metrics
 from memory import cache
 from memory.models import MemoryVersion
 from tests.conftest import later
@@ -147,3 +150,24 @@ def test_the_queue_length_and_the_age_of_its_oldest_message(scraper, db, queue):
     assert sample(empty, "memgov_celery_queue_length", queue="celery") == 0
     assert sample(waiting, "memgov_celery_queue_length", queue="celery") == 2
     assert 0 < sample(waiting, "memgov_celery_oldest_message_age_seconds", queue="celery") < 60
+
+
+def test_a_worker_serves_its_task_and_check_series_on_its_own_port(db):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    _, bound = serve_worker_metrics(port)
+    result = tasks.expire_due_memory.apply()
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{bound}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+
+    assert result.successful()
+    assert bound == port
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    runs = [
+        s.value
+        for s in families["memgov_celery_task_duration_seconds"].samples
+        if s.name.endswith("_count") and s.labels["task"] == "approvals.tasks.expire_due_memory"
+    ]
+    assert runs and runs[0] >= 1
