@@ -4,12 +4,15 @@ check runs, the Celery queue and its lag, reviews waiting by kind."""
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import tasks
@@ -19,6 +22,7 @@ from config.metrics import serve_worker_metrics
 from memory import cache
 from memory.models import MemoryVersion
 from tests.conftest import later
+from tests.deploy.support import DEPLOY
 from tests.resolve.conftest import Story
 
 TOKEN = "scrape-token-for-tests"
@@ -171,3 +175,26 @@ def test_a_worker_serves_its_task_and_check_series_on_its_own_port(db):
         if s.name.endswith("_count") and s.labels["task"] == "approvals.tasks.expire_due_memory"
     ]
     assert runs and runs[0] >= 1
+
+
+def test_the_grafana_dashboard_queries_only_series_that_exist():
+    dashboard = json.loads((DEPLOY / "grafana" / "memgov.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    used = {name for e in exprs for name in re.findall(r"\b(memgov_[a-z_]+)", e)}
+    suffixes = {"histogram": ("_bucket", "_count", "_sum"), "counter": ("_total",)}
+    recorded = {
+        family.name + suffix
+        for family in REGISTRY.collect()
+        for suffix in suffixes.get(family.type, ("",))
+    }
+    live = {
+        "memgov_celery_queue_length",
+        "memgov_celery_oldest_message_age_seconds",
+        "memgov_pending_reviews",
+        "memgov_pending_review_oldest_age_seconds",
+    }
+
+    assert len(dashboard["panels"]) == 11
+    assert used - live <= recorded
+    assert live <= used
+    assert "memgov_resolve_cache_total" in used
