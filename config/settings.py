@@ -266,8 +266,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
 # (issue 16; README "Deploy" lists every variable.)
-# Probes call the pod or container by its IP: /healthz and /readyz answer before the host
-# check, and only those two paths do (config.health.HostAgnosticHealthMiddleware).
+# Probes and scrapers call the pod or container by its IP: /healthz, /readyz and the
+# token-guarded /metrics answer before the host check, and no other path does
+# (config.health.HostAgnosticHealthMiddleware).
 MIDDLEWARE = [
     "config.health.HostAgnosticHealthMiddleware",
     "config.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
@@ -287,7 +288,8 @@ STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
 MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
 # A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
 MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
-# One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text.
+# One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
+# with the request id on every line; this replaces the LOGGING above.
 LOGGING = logging_config(
     json_lines=env_str("MEMGOV_LOG_FORMAT", "plain") == "json", level=env_str("LOG_LEVEL", "INFO")
 )
