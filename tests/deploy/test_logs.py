@@ -17,6 +17,7 @@ from config import logs, metrics
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
 from config.telemetry import REQUEST_ID_TASK_HEADER
+from tests.deploy.test_proxy_settings import deployed_settings
 from tests.resolve.conftest import Story
 
 HOME = "12 Elm Street"
@@ -127,3 +128,11 @@ def test_the_task_logs_one_json_line_under_the_request_id_it_was_sent_with(db, l
     assert line["request_id"] == "req-from-web-3"
     assert line["task_id"] == result.id
     assert logs.request_id.get() == "-"  # nothing leaks into what runs next
+
+
+def test_the_image_s_log_format_setting_selects_json_lines():
+    shown = deployed_settings(MEMGOV_LOG_FORMAT="json")
+    default = deployed_settings()
+
+    assert shown["log_formatter"] == "json"
+    assert default["log_formatter"] == "plain"

@@ -18,13 +18,19 @@ PUBLIC = "https://memgov.example.com"
 SHOW = (
     "import json; from config import settings as s;"
     "print(json.dumps({'proxy': getattr(s, 'SECURE_PROXY_SSL_HEADER', None),"
-    " 'origins': s.CSRF_TRUSTED_ORIGINS, 'secure_cookies': s.SESSION_COOKIE_SECURE}))"
+    " 'origins': s.CSRF_TRUSTED_ORIGINS, 'secure_cookies': s.SESSION_COOKIE_SECURE,"
+    " 'log_formatter': s.LOGGING['handlers']['console']['formatter']}))"
 )
 
 
 def deployed_settings(**env: str) -> dict[str, Any]:
     """The settings module as a fresh process reads it from this environment."""
-    names = ("MEMGOV_TRUST_X_FORWARDED_PROTO", "CSRF_TRUSTED_ORIGINS", "SITE_URL")
+    names = (
+        "MEMGOV_TRUST_X_FORWARDED_PROTO",
+        "CSRF_TRUSTED_ORIGINS",
+        "SITE_URL",
+        "MEMGOV_LOG_FORMAT",
+    )
     clean = {k: v for k, v in os.environ.items() if k not in names}
     shown = subprocess.run(  # noqa: S603 - our own settings module, read in a fresh process
         [sys.executable, "-c", SHOW],
