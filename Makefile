@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: run test lint venv demo clean bench fuzz
+.PHONY: run prod test lint venv demo clean bench fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,17 @@ venv: $(STAMP)
 # Migrate SQLite (or DATABASE_URL), load the demo tenant, start web + worker + beat.
 run: $(STAMP)
 	$(BIN)/python scripts/run.py
+
+# Like the containers: DEBUG off, gunicorn + Celery worker + beat from deploy/Procfile under
+# honcho, on DATABASE_URL and REDIS_URL (README, Deploy). Ctrl-C stops all three.
+prod: $(STAMP)
+	@test -n "$$DATABASE_URL" && test -n "$$REDIS_URL" && test -n "$$SECRET_KEY" \
+		|| { echo "make prod needs DATABASE_URL, REDIS_URL and SECRET_KEY" >&2; exit 2; }
+	DEBUG=false $(BIN)/python manage.py migrate --no-input -v1
+	DEBUG=false $(BIN)/python manage.py collectstatic --no-input -v0
+	DEBUG=false MEMGOV_LOG_FORMAT="$${MEMGOV_LOG_FORMAT:-json}" \
+		GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
+		$(BIN)/honcho --no-colour -f deploy/Procfile -d . start
 
 test: $(STAMP)
 	@mkdir -p var

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -12,6 +13,7 @@ from approvals import checks
 from approvals.lifecycle import version_activate, version_fail_checks
 from approvals.models import CheckResult
 from audit.services import audit_append
+from config import metrics
 from memory.models import MemoryVersion, Status
 from memory.selectors import current_policy, resolver_policy
 
@@ -70,9 +72,12 @@ def record_results(
 
 def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResult]]:
     """Evaluate every scenario and record the results in one transaction."""
+    started = time.perf_counter()
     policy_version, now, outcomes = evaluate_current(version)
     with transaction.atomic(durable=True):
         results = record_results(version, run, policy_version, now, outcomes)
+    passed = all(r.outcome == "passed" for r in results)
+    metrics.check_run_finished(run, passed, time.perf_counter() - started)
     return policy_version, results
 
 

@@ -23,3 +23,7 @@ def prepare_embedded_broker() -> None:
 
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key])).mkdir(parents=True, exist_ok=True)
+
+
+# Request ids in task headers, per-task log lines and metrics (after the app exists).
+from config import telemetry  # noqa: E402, F401

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.core.cache import cache
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from kombu.exceptions import KombuError
 from redis.exceptions import RedisError
 
@@ -50,3 +51,31 @@ def readyz(request: HttpRequest) -> JsonResponse:
         if not ok:
             return JsonResponse({"status": "unavailable", "failing": name}, status=503)
     return JsonResponse({"status": "ok", "checked": list(checks)})
+
+
+class HostAgnosticHealthMiddleware:
+    """Answer ``/healthz`` and ``/readyz`` before anything reads the ``Host`` header.
+
+    Kubernetes probes and Docker's HEALTHCHECK call the pod or container by its IP, which
+    is not (and should not be) in ``ALLOWED_HOSTS``; Django would answer 400
+    (DisallowedHost) and the orchestrator would restart a healthy process in a loop. Only
+    these exact paths skip the host check: the health paths take no input and reveal
+    nothing but up or down, and ``/metrics`` needs its bearer token (config.metrics).
+    Put this first in ``MIDDLEWARE``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        from config.metrics import metrics_view
+
+        self.views: dict[str, Callable[[HttpRequest], HttpResponse]] = {
+            "/healthz": healthz,
+            "/readyz": readyz,
+            # Prometheus scrapes pods by IP too; the bearer token guards it instead.
+            "/metrics": metrics_view,
+        }
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        view = self.views.get(request.path_info)
+        if view is not None and request.method in ("GET", "HEAD"):
+            return view(request)
+        return self.get_response(request)

@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
+from config.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
@@ -274,3 +275,33 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
+# (issue 16; README "Deploy" lists every variable.)
+# Probes and scrapers call the pod or container by its IP: /healthz, /readyz and the
+# token-guarded /metrics answer before the host check, and no other path does
+# (config.health.HostAgnosticHealthMiddleware).
+MIDDLEWARE = [
+    "config.health.HostAgnosticHealthMiddleware",
+    "config.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
+    *MIDDLEWARE,
+]
+# Behind a TLS-terminating proxy or ingress, Django sees plain HTTP. Trust the proxy's
+# X-Forwarded-Proto only when told to: a client reaching gunicorn directly could set it.
+if env_bool("MEMGOV_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The public origin (SITE_URL) may post forms even when the proxy rewrites the Host;
+# CSRF_TRUSTED_ORIGINS adds more (e.g. a second domain).
+_SITE_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(SITE_URL))
+CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS]))
+# The image collects static files at build time, outside the writable /tmp.
+STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
+# /metrics (Prometheus) answers only "Authorization: Bearer <token>"; unset, it is a 404.
+MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
+# A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
+MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
+# One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
+# with the request id on every line; this replaces the LOGGING above.
+LOGGING = logging_config(
+    json_lines=env_str("MEMGOV_LOG_FORMAT", "plain") == "json", level=env_str("LOG_LEVEL", "INFO")
+)

@@ -1,16 +1,44 @@
-"""gunicorn settings for production; every value can be overridden from the environment."""
+"""gunicorn settings for production; every value can be overridden from the environment.
+
+Metrics: each worker process writes its samples to PROMETHEUS_MULTIPROC_DIR (a fresh
+directory per server when unset), and ``/metrics`` adds them up, so a scrape sees the
+whole server whatever worker answers it."""
 
 import multiprocessing
 import os
+import tempfile
+from pathlib import Path
+from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
-graceful_timeout = 30
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 max_requests = 10000
 max_requests_jitter = 1000
-accesslog = "-"
+# Memgov logs one JSON line per request itself (config.logs); gunicorn's access log would
+# be a second, unstructured line. GUNICORN_ACCESS_LOG=- brings it back.
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
+# The proxy header is trusted by Django (MEMGOV_TRUST_X_FORWARDED_PROTO), not by gunicorn.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# Set before the workers import prometheus_client: it decides its mode at import.
+METRICS_DIR = Path(
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="memgov-metrics-"))
+)
+
+
+def on_starting(server: Any) -> None:
+    """Samples of a previous server would be added to this one's: start empty."""
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    for samples in METRICS_DIR.glob("*.db"):
+        samples.unlink()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]  # untyped lib

@@ -48,6 +48,7 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from audit.chain import canonical_json
+from config import metrics
 from memory.models import CacheGeneration
 from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
@@ -279,16 +280,20 @@ def cached_resolution(
     principal: Principal, request: ResolveRequest, now: datetime
 ) -> dict[str, Any]:
     if not enabled() or request.valid_at is not None or request.known_at is not None:
+        metrics.resolve_cache_outcome("disabled" if not enabled() else "uncacheable")
         return _fresh(principal, request, now)
     if not redis_usable():
         stats["bypassed"] += 1
+        metrics.resolve_cache_outcome("bypassed")
         return _fresh(principal, request, now)
     try:
         _flush_pending()
         key, entry = _read(principal, request)
     except REDIS_DOWN:
         redis_failed("read")
+        metrics.resolve_cache_outcome("error")
         return _fresh(principal, request, now)
+    metrics.resolve_cache_outcome("hit" if entry is not None else "miss")
     if entry is not None:
         stats["hits"] += 1
         body: dict[str, Any] = json.loads(entry)

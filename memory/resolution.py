@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import RetrievalRecord, RetrievalUse
+from config import metrics
 from memory import resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.principals import Principal
@@ -181,7 +182,8 @@ def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]
     from memory import cache
 
     now = timezone.now()
-    body = cache.cached_resolution(principal, request, now)
+    with metrics.RESOLVE_LATENCY.time():
+        body = cache.cached_resolution(principal, request, now)
     if request.task_id:
         record = retrieval_record(
             principal=principal,

@@ -17,6 +17,7 @@ BIN = Path(sys.executable).parent
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("DEBUG", "1")  # a local demo: no SECRET_KEY needed, plain-HTTP cookies
+    env.setdefault("LOG_LEVEL", "WARNING")  # no line per request in the demo's terminal
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     port = env.setdefault("MEMGOV_PORT", "8000")
     env.setdefault("SITE_URL", f"http://127.0.0.1:{port}")

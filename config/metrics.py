@@ -1,0 +1,199 @@
+"""Prometheus metrics (``/metrics``), safe under gunicorn's several worker processes.
+
+Counters and histograms are recorded where things happen (requests, resolves, check
+runs, Celery tasks); under gunicorn each process writes them to PROMETHEUS_MULTIPROC_DIR
+(deploy/gunicorn.conf.py) and a scrape adds them up. What is a state, not an event —
+the Celery queue's length and the age of its oldest message, reviews waiting by kind —
+is read at scrape time from Redis and the database, so every replica reports the truth.
+
+Cache hit ratio: ``sum(rate(memgov_resolve_cache_total{outcome="hit"}[5m])) /
+sum(rate(memgov_resolve_cache_total{outcome=~"hit|miss"}[5m]))``."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Count, Min
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.registry import Collector
+
+SENT_AT_HEADER = "memgov_sent_at"
+
+REQUEST_LATENCY = Histogram(
+    "memgov_http_request_duration_seconds",
+    "HTTP request latency by URL route (the pattern, never the raw path).",
+    ["route", "method", "status"],
+)
+RESOLVE_LATENCY = Histogram(
+    "memgov_resolve_duration_seconds",
+    "Time to answer a resolve, cache included.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
+RESOLVE_CACHE = Counter(
+    "memgov_resolve_cache",
+    "Resolves by cache outcome: hit, miss, bypassed (Redis cooling down), error "
+    "(Redis failed), uncacheable (valid_at/known_at given) or disabled.",
+    ["outcome"],
+)
+CHECK_RUN_DURATION = Histogram(
+    "memgov_check_run_duration_seconds",
+    "Scenario check runs (preview, gate, revalidation) by outcome: passed when every "
+    "scenario passed.",
+    ["run", "outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+TASK_DURATION = Histogram(
+    "memgov_celery_task_duration_seconds",
+    "Celery task run time by task and final state.",
+    ["task", "state"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0),
+)
+TASK_LAG = Histogram(
+    "memgov_celery_task_lag_seconds",
+    "Time from enqueue to the start of the task in a worker.",
+    ["task"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0),
+)
+
+
+def resolve_cache_outcome(outcome: str) -> None:
+    RESOLVE_CACHE.labels(outcome).inc()
+
+
+def check_run_finished(run: str, passed: bool, seconds: float) -> None:
+    CHECK_RUN_DURATION.labels(run, "passed" if passed else "failed").observe(seconds)
+
+
+def _queued_messages() -> list[bytes]:
+    """The raw messages waiting in the default Celery queue, oldest first."""
+    broker = str(settings.CELERY_BROKER_URL)
+    if broker.startswith("filesystem://"):
+        folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
+        files = sorted(folder.glob("*.msg"), key=lambda p: p.stat().st_mtime)
+        return [p.read_bytes() for p in files]
+    from redis import Redis
+
+    client = Redis.from_url(broker, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        # kombu pushes on the left and pops on the right: the oldest is the last.
+        oldest_last = client.lrange("celery", 0, -1)
+    finally:
+        client.close()
+    return [m if isinstance(m, bytes) else m.encode() for m in reversed(oldest_last)]
+
+
+def _sent_at(raw: bytes) -> float | None:
+    try:
+        headers = json.loads(raw).get("headers") or {}
+        return float(headers[SENT_AT_HEADER])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class LiveCollector(Collector):
+    """Read at scrape time: the queue and the reviews that wait."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield from self._queue()
+        yield from self._reviews()
+
+    def _queue(self) -> Iterator[GaugeMetricFamily]:
+        length = GaugeMetricFamily(
+            "memgov_celery_queue_length", "Messages waiting in the Celery queue.", labels=["queue"]
+        )
+        age = GaugeMetricFamily(
+            "memgov_celery_oldest_message_age_seconds",
+            "Age of the oldest waiting message (the lag a new task would see).",
+            labels=["queue"],
+        )
+        try:
+            messages = _queued_messages()
+        except Exception:  # a broker outage shows as missing series, never a 500
+            return
+        length.add_metric(["celery"], len(messages))
+        sent = [s for s in map(_sent_at, messages) if s is not None]
+        age.add_metric(["celery"], max(0.0, time.time() - min(sent)) if sent else 0.0)
+        yield length
+        yield age
+
+    def _reviews(self) -> Iterator[GaugeMetricFamily]:
+        from memory.models import MemoryKind, MemoryVersion, Status
+
+        count = GaugeMetricFamily(
+            "memgov_pending_reviews", "Versions waiting for review, by kind.", labels=["kind"]
+        )
+        age = GaugeMetricFamily(
+            "memgov_pending_review_oldest_age_seconds",
+            "How long the oldest version of each kind has waited for review.",
+            labels=["kind"],
+        )
+        rows = {
+            row["kind"]: row
+            for row in MemoryVersion.objects.filter(status=Status.PENDING_REVIEW)
+            .values("kind")
+            .annotate(n=Count("pk"), oldest=Min("status_changed_at"))
+        }
+        now = timezone.now()
+        for kind in MemoryKind.values:
+            row = rows.get(kind)
+            count.add_metric([kind], row["n"] if row else 0)
+            waited = (now - row["oldest"]).total_seconds() if row else 0.0
+            age.add_metric([kind], max(0.0, waited))
+        yield count
+        yield age
+
+
+def recorded_registry() -> CollectorRegistry:
+    """Every process's samples (multi-process mode), or this process's."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    recorded = CollectorRegistry()
+    multiprocess.MultiProcessCollector(recorded)  # type: ignore[no-untyped-call]
+    return recorded
+
+
+def exposition() -> bytes:
+    """What was recorded, and the live gauges."""
+    live = CollectorRegistry(auto_describe=False)
+    live.register(LiveCollector())
+    return generate_latest(recorded_registry()) + generate_latest(live)
+
+
+def serve_worker_metrics(port: int) -> tuple[str, int]:
+    """A Celery worker's own scrape endpoint (task durations and lag, check runs run by
+    its pool): plain HTTP on ``port``, for the cluster's Prometheus only (the
+    NetworkPolicy admits the monitoring namespace alone). Prefork children write to
+    PROMETHEUS_MULTIPROC_DIR, set before the worker starts."""
+    server, _ = start_http_server(port, registry=recorded_registry())
+    host, bound = server.server_address[:2]
+    return str(host), int(bound)
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """404 unless MEMGOV_METRICS_TOKEN is set; 403 without ``Bearer <token>``."""
+    token: str = settings.MEMGOV_METRICS_TOKEN
+    if not token:
+        return HttpResponse(status=404)
+    given = request.headers.get("Authorization", "")
+    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        return HttpResponse(status=403)
+    # The classic text format: every Prometheus 2 and 3 server reads it.
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)

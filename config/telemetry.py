@@ -1,0 +1,142 @@
+"""Per-request and per-task telemetry: a request id, one JSON log line, latency metrics.
+
+The request id comes from ``X-Request-ID`` (a proxy's or the caller's) or is made here,
+is echoed in the response, and travels in the headers of every Celery task the request
+enqueues, so the worker's lines for that task carry it too."""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+import time
+from collections.abc import Callable
+from typing import Any
+
+from celery import signals
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from config import logs, metrics
+
+REQUEST_ID_TASK_HEADER = "memgov_request_id"
+request_logger = logging.getLogger("memgov.request")
+task_logger = logging.getLogger("memgov.task")
+
+
+def _route(request: HttpRequest) -> str:
+    match = getattr(request, "resolver_match", None)
+    return f"/{match.route}" if match is not None and match.route else "unmatched"
+
+
+class RequestTelemetryMiddleware:
+    """Outermost after the health shortcut: times the whole request, logs one line."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        rid = logs.incoming_request_id(request.headers.get(logs.REQUEST_ID_HEADER))
+        token = logs.request_id.set(rid)
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+            elapsed = time.perf_counter() - started
+            route = _route(request)
+            metrics.REQUEST_LATENCY.labels(route, request.method, response.status_code).observe(
+                elapsed
+            )
+            response[logs.REQUEST_ID_HEADER] = rid
+            request_logger.info(
+                "%s %s %s",
+                request.method,
+                route,
+                response.status_code,
+                extra={
+                    "memgov": {
+                        "event": "request",
+                        "method": request.method,
+                        "route": route,
+                        "status": response.status_code,
+                        "duration_ms": round(elapsed * 1000, 2),
+                    }
+                },
+            )
+            return response
+        finally:
+            logs.request_id.reset(token)
+
+
+@signals.before_task_publish.connect
+def _stamp_task(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    if headers is not None:
+        headers[REQUEST_ID_TASK_HEADER] = logs.request_id.get()
+        headers[metrics.SENT_AT_HEADER] = time.time()
+
+
+_started: dict[str, tuple[float, Any, Any]] = {}
+
+
+def _header(request: Any, name: str) -> Any:
+    """A custom message header: an attribute of the worker's task request, or in its
+    ``headers`` when the task was applied with them."""
+    value = getattr(request, name, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(name)
+    return value
+
+
+@signals.task_prerun.connect
+def _task_started(task_id: str = "", task: Any = None, **_: Any) -> None:
+    request = getattr(task, "request", None)
+    rid = _header(request, REQUEST_ID_TASK_HEADER) or logs.request_id.get()
+    sent_at = _header(request, metrics.SENT_AT_HEADER)
+    name = str(getattr(task, "name", "?"))
+    if sent_at is not None:
+        metrics.TASK_LAG.labels(name).observe(max(0.0, time.time() - float(sent_at)))
+    tokens = (
+        logs.request_id.set(str(rid)),
+        logs.task_context.set({"task_id": task_id, "task": name}),
+    )
+    _started[task_id] = (time.perf_counter(), *tokens)
+
+
+@signals.task_postrun.connect
+def _task_finished(task_id: str = "", task: Any = None, state: str | None = None, **_: Any) -> None:
+    started = _started.pop(task_id, None)
+    if started is None:
+        return
+    began, rid_token, task_token = started
+    elapsed = time.perf_counter() - began
+    name = str(getattr(task, "name", "?"))
+    metrics.TASK_DURATION.labels(name, state or "UNKNOWN").observe(elapsed)
+    task_logger.info(
+        "%s %s",
+        name,
+        state,
+        extra={
+            "memgov": {
+                "event": "task",
+                "task": name,
+                "task_id": task_id,
+                "state": state,
+                "duration_ms": round(elapsed * 1000, 2),
+            }
+        },
+    )
+    logs.task_context.reset(task_token)
+    logs.request_id.reset(rid_token)
+
+
+@signals.setup_logging.connect
+def _django_logging(**_: Any) -> None:
+    """The worker and beat log through the LOGGING setting (JSON lines in production)
+    instead of Celery's own format."""
+    logging.config.dictConfig(settings.LOGGING)
+
+
+@signals.worker_init.connect
+def _worker_metrics(**_: Any) -> None:
+    port: int = settings.MEMGOV_WORKER_METRICS_PORT
+    if port:
+        host, bound = metrics.serve_worker_metrics(port)
+        task_logger.info("worker metrics on %s:%s/metrics", host, bound)

@@ -1,0 +1,63 @@
+"""Readers for the deployment files, shared by the tests of deploy/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A .dockerignore pattern as Docker reads it: ``**`` spans directories, ``*`` and
+    ``?`` stay inside one, and a pattern that names a directory covers what is under it."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return re.compile(f"{out}(?:/.*)?")
+
+
+def dockerignored(path: str) -> bool:
+    """Would ``path`` (relative to the build context, the repository root) stay out?"""
+    ignored = False
+    for raw in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        pattern = line.lstrip("!").strip("/")
+        if _pattern_regex(pattern).fullmatch(path):
+            ignored = not negated
+    return ignored
+
+
+def env_example() -> dict[str, str]:
+    pairs = {}
+    for line in (DEPLOY / ".env.example").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            pairs[name.strip()] = value.strip()
+    return pairs
