@@ -1,0 +1,77 @@
+"""``AsyncMemgov`` tells the main story as the sync client does, and both clients offer the
+same operations with the same parameters."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+
+from memgov_client import AsyncMemgov, Memgov, StaleVersion
+
+P9 = {"project": "P-9"}
+
+
+def test_the_async_client_runs_the_rule_story(connect_async, sleeps):
+    async def story() -> None:
+        async with (
+            connect_async("agent") as agent,
+            connect_async("rita") as rita,
+            connect_async("lena") as lena,
+        ):
+            process = await agent.create_entity(kind="process", name="Renewal purchasing")
+            record = await agent.record_source(
+                kind="approval_record", content="APR-2291 v3", external_ref="APR-2291"
+            )
+            proposed = await agent.propose_memory(
+                kind="enterprise_rule",
+                subject=process["id"],
+                field="material_checks",
+                value="follow exception APR-2291",
+                statement="Renewals of P-9 follow exception APR-2291.",
+                scope=P9,
+                owner="rita",
+                expires_at="2099-01-01T00:00:00Z",
+                sources=[record["id"]],
+            )
+            await rita.approve(proposed["id"])
+            active = await lena.approve(proposed["id"])
+            resolved = await agent.resolve(process["id"], context=P9, task_id="renewal-9")
+            listed = [m["id"] async for m in agent.iter_memories(subject=process["id"])]
+            await agent.correct_memory(proposed["id"], active["version"], statement="v2")
+            with pytest.raises(StaleVersion) as stale:
+                await agent.correct_memory(proposed["id"], active["version"], statement="v2b")
+            retired = await rita.retire(proposed["id"], reason="APR-2291 was withdrawn")
+            task = await agent.check_task("renewal-9")
+            audit = [e["action"] async for e in rita.iter_audit(target=proposed["id"])]
+
+        assert active["status"] == "active"
+        assert [f["memory_id"] for f in resolved["facts"]] == [proposed["id"]]
+        assert listed == [proposed["id"]]
+        assert stale.value.current_version == 2
+        assert retired["flagged_tasks"] == ["renewal-9"]
+        assert task["needs_reverification"] is True
+        assert audit[0] == "memory.proposed" and "memory.retired" in audit
+
+    asyncio.run(story())
+
+
+def _public(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in vars(cls).items()
+        if callable(member) and not name.startswith("_")
+    }
+
+
+def test_both_clients_offer_the_same_operations_with_the_same_parameters():
+    sync, asyn = _public(Memgov), _public(AsyncMemgov)
+    sync.pop("close")
+    asyn.pop("aclose")
+
+    assert sync.keys() == asyn.keys()
+    assert len(sync) == 43  # every operation of API.md, health and schema
+    for name, signature in sync.items():
+        assert list(signature.parameters) == list(asyn[name].parameters), name
+        assert inspect.iscoroutinefunction(getattr(AsyncMemgov, name)) or name.startswith("iter_")
