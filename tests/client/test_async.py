@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 
+import httpx
 import pytest
 
 from memgov_client import AsyncMemgov, Memgov, StaleVersion
+from memory.models import Entity
 
 P9 = {"project": "P-9"}
 
@@ -55,6 +57,38 @@ def test_the_async_client_runs_the_rule_story(connect_async, sleeps):
         assert audit[0] == "memory.proposed" and "memory.retired" in audit
 
     asyncio.run(story())
+
+
+class AsyncDropsFirstAnswer(httpx.AsyncBaseTransport):
+    """As ``DropsFirstAnswer``: the server handled the first request, its answer is lost."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.keys: list[str | None] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        self.keys.append(request.headers.get("Idempotency-Key"))
+        if len(self.keys) == 1:
+            await response.aread()
+            await response.aclose()
+            raise httpx.ReadError("connection reset before the answer arrived", request=request)
+        return response
+
+
+def test_the_async_client_retries_a_lost_answer_and_creates_one_entity(connect_async, sleeps):
+    network = AsyncDropsFirstAnswer()
+
+    async def create() -> str:
+        async with connect_async("agent", transport=network) as agent:
+            entity = await agent.create_entity(kind="customer", name="Dana Kim")
+            return str(entity["id"])
+
+    created = asyncio.run(create())
+
+    assert list(Entity.objects.values_list("pk", flat=True)) == [created]
+    assert len(network.keys) == 2 and network.keys[0] and network.keys[0] == network.keys[1]
+    assert len(sleeps.waited) == 1
 
 
 def _public(cls: type) -> dict[str, inspect.Signature]:

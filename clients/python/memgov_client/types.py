@@ -344,7 +344,7 @@ class RevalidationStarted(TypedDict):
 
 
 class Revalidation(TypedDict):
-    status: str
+    status: Literal["running", "done"]
     total: int
     done: int
     failed: int
