@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -13,6 +16,14 @@ from memgov_client import AsyncMemgov, Memgov, StaleVersion
 from memory.models import Entity
 
 P9 = {"project": "P-9"}
+T = TypeVar("T")
+
+
+def _run(story: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` in a thread of its own: a fixture of another test module (Playwright's
+    sync API) may leave an event loop running in the main thread for the whole session."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, story).result()
 
 
 def test_the_async_client_runs_the_rule_story(connect_async, sleeps):
@@ -56,7 +67,7 @@ def test_the_async_client_runs_the_rule_story(connect_async, sleeps):
         assert task["needs_reverification"] is True
         assert audit[0] == "memory.proposed" and "memory.retired" in audit
 
-    asyncio.run(story())
+    _run(story())
 
 
 class AsyncDropsFirstAnswer(httpx.AsyncBaseTransport):
@@ -84,7 +95,7 @@ def test_the_async_client_retries_a_lost_answer_and_creates_one_entity(connect_a
             entity = await agent.create_entity(kind="customer", name="Dana Kim")
             return str(entity["id"])
 
-    created = asyncio.run(create())
+    created = _run(create())
 
     assert list(Entity.objects.values_list("pk", flat=True)) == [created]
     assert len(network.keys) == 2 and network.keys[0] and network.keys[0] == network.keys[1]
