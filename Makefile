@@ -7,10 +7,13 @@ export DJANGO_SETTINGS_MODULE := config.settings
 
 .PHONY: run prod test lint venv demo clean bench fuzz
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet -e . --group dev
+	# The Python client is its own package (clients/python); pip cannot name it by a
+	# relative path inside pyproject.toml, so it is installed here, editable.
+	$(BIN)/python -m pip install --quiet -e ./clients/python
 	touch $(STAMP)
 
 venv: $(STAMP)

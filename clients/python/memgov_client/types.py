@@ -1,0 +1,426 @@
+"""The API's representations (API.md) as TypedDicts: answers stay plain JSON dicts, so a
+field the server adds later never breaks a caller, and mypy still checks every key read.
+
+Members the contract lists are required; members the server adds beyond it are
+``NotRequired`` so an older or newer server still type-checks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, NotRequired, TypedDict, TypeVar
+
+T = TypeVar("T")
+
+# Times may be given as aware datetimes (sent as RFC 3339 UTC with ``Z``) or as strings.
+Time = str | datetime
+
+SourceKind = Literal["message", "business_record", "approval_record", "document"]
+MemoryKind = Literal["preference", "task_fact", "enterprise_rule"]
+MemoryStatus = Literal[
+    "pending_review",
+    "held_unresolved",
+    "checking",
+    "checks_failed",
+    "active",
+    "rejected",
+    "superseded",
+    "retired",
+    "expired",
+]
+Verification = Literal["asserted", "confirmed", "verified_record"]
+Assertion = Literal["state", "plan"]
+InFlight = Literal["reverify", "continue"]
+
+
+class Page(TypedDict, Generic[T]):
+    results: list[T]
+    next: str | None
+
+
+# --- Sources -------------------------------------------------------------------------
+
+
+class SourceInput(TypedDict):
+    kind: SourceKind
+    content: str
+    external_ref: NotRequired[str]
+    version: NotRequired[str]
+    speaker: NotRequired[str]
+    occurred_at: NotRequired[Time | None]
+    visibility: NotRequired[list[str]]
+    metadata: NotRequired[dict[str, Any]]
+
+
+class Source(TypedDict):
+    id: str
+    kind: SourceKind
+    content: str
+    content_sha256: str
+    external_ref: str | None
+    version: str | None
+    speaker: str | None
+    occurred_at: str | None
+    received_at: str
+    visibility: list[str]
+    metadata: dict[str, Any]
+    revoked_at: str | None
+
+
+class SourceRevocation(TypedDict):
+    source: str
+    memories: list[str]
+    revoked_at: NotRequired[str | None]
+
+
+# --- Entities ------------------------------------------------------------------------
+
+
+class Entity(TypedDict):
+    id: str
+    kind: str
+    name: str
+    aliases: list[str]
+    external_ref: str | None
+    created_at: NotRequired[str]
+
+
+class MatchCandidate(TypedDict):
+    id: str
+    kind: str
+    name: str
+    matched_on: str
+
+
+class EntityMatch(TypedDict):
+    decision: Literal["matched", "ambiguous", "none"]
+    candidates: list[MatchCandidate]
+
+
+class ExportDocument(TypedDict):
+    """``GET /entities/{id}/export`` (API.md, Retention and erasure)."""
+
+    entity: Entity
+    aliases: NotRequired[list[Any]]
+    memories: NotRequired[list[Any]]
+    sources: NotRequired[list[Any]]
+    retrievals: NotRequired[list[Any]]
+    audit: NotRequired[list[Any]]
+
+
+class ErasureStarted(TypedDict):
+    erasure: str
+
+
+class ErasureKept(TypedDict):
+    source: str
+    also_cited_for: list[str]
+
+
+class Erasure(TypedDict):
+    status: Literal["running", "done", "failed"]
+    counts: dict[str, int]
+    kept: list[ErasureKept]
+
+
+# --- Memories ------------------------------------------------------------------------
+
+
+class Scenario(TypedDict):
+    kind: Literal["applicable", "inapplicable", "revoked"]
+    context: NotRequired[dict[str, str]]
+    valid_at: NotRequired[Time | None]
+    expect: Literal["applies", "does_not_apply"]
+
+
+class AddedScenario(TypedDict):
+    id: int
+    kind: str
+    context: dict[str, str]
+    valid_at: str | None
+    expect: str
+    created_by: NotRequired[str]
+
+
+class Basis(TypedDict, total=False):
+    ref: str
+    version: str
+
+
+class _VersionOptions(TypedDict, total=False):
+    valid_from: Time | None
+    valid_to: Time | None
+    assertion: Assertion
+    sources: list[str]
+    basis: Basis | dict[str, Any]
+    visibility: list[str]
+    required_reviewers: list[str]
+    scenarios: list[Scenario]
+
+
+class Proposal(_VersionOptions):
+    """``POST /memories``: ``subject``, or ``subject_mention`` while the entity is unknown."""
+
+    kind: MemoryKind
+    field: str
+    value: Any
+    statement: str
+    scope: dict[str, str]
+    owner: str
+    expires_at: Time | None
+    subject: NotRequired[str]
+    subject_mention: NotRequired[str]
+
+
+class Correction(_VersionOptions, total=False):
+    """A correction's body: what is omitted is copied from the head version."""
+
+    value: Any
+    statement: str
+    scope: dict[str, str]
+    owner: str
+    expires_at: Time | None
+
+
+class Approval(TypedDict):
+    reviewer: str
+    decision: Literal["approve", "reject"]
+    comment: str
+    at: str
+
+
+class ChecksSummary(TypedDict):
+    status: Literal["none", "running", "passed", "failed"]
+    passed: int
+    failed: int
+    total: int
+
+
+class Memory(TypedDict):
+    """The lineage's head version (or, from ``versions``, one version)."""
+
+    id: str
+    version: int
+    active_version: int | None
+    kind: MemoryKind
+    subject: str | None
+    subject_mention: NotRequired[str | None]
+    field: str
+    value: Any
+    statement: str
+    scope: dict[str, str]
+    owner: str
+    proposed_by: str
+    expires_at: str | None
+    valid_from: str | None
+    valid_to: str | None
+    assertion: Assertion
+    verification: Verification
+    status: MemoryStatus
+    sources: list[str]
+    basis: dict[str, Any]
+    visibility: list[str]
+    required_reviewers: NotRequired[list[str]]
+    recorded_at: str
+    activated_at: str | None
+    deactivated_at: str | None
+    approvals: list[Approval]
+    approvals_required: int
+    checks: ChecksSummary
+
+
+class Retirement(TypedDict):
+    memory: Memory
+    flagged_tasks: list[str]
+
+
+class CheckResult(TypedDict):
+    scenario: dict[str, Any]
+    generated: bool
+    outcome: Literal["passed", "failed"]
+    detail: str
+    policy_version: str
+    ran_at: str
+    run: NotRequired[str]
+    impact: NotRequired[Any]
+    version: NotRequired[int]
+
+
+# --- Resolve and tasks ---------------------------------------------------------------
+
+
+class Fact(TypedDict):
+    field: str
+    value: Any
+    memory_id: str
+    version: int
+    kind: MemoryKind
+    scope: dict[str, str]
+    verification: Verification
+    valid_from: str | None
+    valid_to: str | None
+    expires_at: str | None
+    sources: list[str]
+    basis: dict[str, Any]
+    pending_correction: bool
+    qualifiers: list[str]
+    reason: str
+    statement: NotRequired[str]
+
+
+class Abstention(TypedDict):
+    field: str
+    reason: Literal["conflict", "not_valid_at_time", "no_applicable_fact"] | str
+    detail: str
+
+
+class Plan(TypedDict):
+    field: str
+    value: Any
+    memory_id: str
+    version: int
+    valid_from: str | None
+    statement: str
+
+
+class Considered(TypedDict):
+    memory_id: str
+    version: int
+    outcome: str
+    field: NotRequired[str]
+
+
+class Resolution(TypedDict):
+    policy_version: str
+    valid_at: str
+    known_at: str
+    retrieval_id: str | None
+    facts: list[Fact]
+    abstentions: list[Abstention]
+    plans: list[Plan]
+    considered: NotRequired[list[Considered]]
+
+
+class TaskUse(TypedDict):
+    memory_id: str
+    version: int
+    field: str
+    retrieved_at: str
+    status_now: MemoryStatus
+    retrieval_id: NotRequired[str]
+
+
+class TaskReason(TypedDict):
+    memory_id: str
+    event: Literal["retired", "expired", "superseded"] | str
+    at: str
+    reason: str
+    version: NotRequired[int]
+
+
+class TaskCheck(TypedDict):
+    task_id: str
+    used: list[TaskUse]
+    needs_reverification: bool
+    reasons: list[TaskReason]
+
+
+# --- Policy --------------------------------------------------------------------------
+
+
+class Policy(TypedDict):
+    version: str
+    precedence: dict[str, Any]
+    published_at: str | None
+    published_by: NotRequired[str]
+    reason: NotRequired[str]
+
+
+class PublishedPolicy(Policy):
+    revalidation: str
+
+
+class RevalidationStarted(TypedDict):
+    revalidation: str
+
+
+class Revalidation(TypedDict):
+    status: Literal["running", "done"]
+    total: int
+    done: int
+    failed: int
+    flagged: list[str]
+    id: NotRequired[str]
+    reason: NotRequired[str]
+    policy_version: NotRequired[str]
+    started_at: NotRequired[str | None]
+    finished_at: NotRequired[str | None]
+
+
+# --- Audit ---------------------------------------------------------------------------
+
+
+class AuditEvent(TypedDict):
+    seq: int
+    at: str
+    actor: str
+    action: str
+    target_type: str
+    target_id: str
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class AuditVerification(TypedDict):
+    ok: bool
+    events_checked: int
+    first_bad_seq: int | None
+
+
+# --- Webhooks ------------------------------------------------------------------------
+
+WebhookEvent = Literal[
+    "memory.pending_review",
+    "memory.activated",
+    "memory.checks_failed",
+    "memory.rejected",
+    "memory.retired",
+    "memory.expired",
+    "source.revoked",
+    "task.needs_reverification",
+    "revalidation.finished",
+    "subject.erased",
+]
+
+
+class Webhook(TypedDict):
+    id: str
+    url: str
+    events: list[str]
+    description: NotRequired[str]
+    secret: NotRequired[str]  # only in the answers that create or rotate it
+
+
+class WebhookDelivery(TypedDict):
+    id: NotRequired[str]
+    event: NotRequired[str]
+    status_code: NotRequired[int | None]
+    latency_ms: NotRequired[int | None]
+    at: NotRequired[str]
+
+
+class WebhookPayload(TypedDict):
+    """A delivery's body: ids, statuses and reasons, never values or content."""
+
+    type: str
+    timestamp: str
+    data: dict[str, Any]
+
+
+# --- Health --------------------------------------------------------------------------
+
+
+class Health(TypedDict):
+    status: str
+    checked: NotRequired[list[str]]
+    failing: NotRequired[str]
