@@ -1,11 +1,29 @@
 from django.apps import AppConfig
 
+# Outbox kinds (core.outbox) this layer carries out, and the Celery task of each: lower
+# layers write the kind; only this table knows the task.
+OUTBOX_HANDLERS = {
+    "checks.gate": "approvals.tasks.run_gate_checks",
+    "checks.preview": "approvals.tasks.run_preview_checks",
+    "notify.pending_review": "approvals.tasks.notify_pending_review",
+    "notify.checks_failed": "approvals.tasks.notify_checks_failed",
+    "notify.retired": "approvals.tasks.notify_retired",
+    "notify.revalidation_failures": "approvals.tasks.notify_revalidation_failures",
+    "revalidation.run": "approvals.tasks.revalidation_run",
+}
+
 
 class ApprovalsConfig(AppConfig):
     name = "approvals"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Register the tasks with the Celery app in every process (web too), so that an
+        # outbox row can be handed to its task by name.
+        import approvals.tasks  # noqa: F401
         from config.celery import prepare_embedded_broker
+        from core.outbox import outbox_handle
 
+        for kind, task_name in OUTBOX_HANDLERS.items():
+            outbox_handle(kind, task_name)
         prepare_embedded_broker()

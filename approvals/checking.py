@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+import config.metrics as metrics
 from approvals import checks
-from approvals.lifecycle import version_activate, version_fail_checks
 from approvals.models import CheckResult
 from audit.services import audit_append
-from config import metrics
+from memory.lifecycle import version_activate, version_fail_checks
 from memory.models import MemoryVersion, Status
 from memory.selectors import current_policy, resolver_policy
 

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from audit.chain import digest
-from memory import resolver
+from memory import resolver, rules
 from memory.candidates import CandidateRequest, load_candidates
 from memory.models import (
     Entity,
@@ -314,14 +314,12 @@ def verification_when_active(version: MemoryVersion) -> str:
     """A preview runs before the approval that raises ``asserted``: it must rank the item
     as activation will, or the reviewer is shown a failure and no impact where the gate
     will find a new winner (DESIGN.md: the reviewer sees the impact before approving)."""
-    from approvals.services import _verification_on_approval
-
     if version.kind == MemoryKind.PREFERENCE or version.status not in (
         Status.PENDING_REVIEW,
         Status.HELD_UNRESOLVED,
     ):
         return version.verification
-    return _verification_on_approval(version)
+    return rules.verification_on_approval(version)
 
 
 def _all_labels(version: MemoryVersion) -> frozenset[str]:

@@ -13,22 +13,28 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
 from approvals import checking, checks
 from approvals.checking import ACTOR
-from approvals.lifecycle import bump_on_commit, flag_tasks
 from approvals.models import CheckResult, Revalidation
-from approvals.outbox import outbox_write
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
+from core.outbox import outbox_write
+from memory.effects import REVALIDATION_FAILURES
+from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status, Tenant
 from memory.principals import Principal
 from memory.selectors import current_policy
-from memory.services import MANAGE_POLICY_REFUSAL, policy_record, version_transition
+from memory.services import MANAGE_POLICY_REFUSAL, policy_record
 
 logger = logging.getLogger(__name__)
+# The thin Celery wrappers of this module's entry points (approvals.tasks), by name: the
+# tasks module imports this one.
+CHUNK_TASK = "approvals.tasks.revalidate_chunk"
+RUN_TASK = "approvals.tasks.revalidation_run"
 CHUNK = 50
 SUSPENDED_REASON = "revalidation"
 
@@ -113,22 +119,18 @@ def _missing(job: Revalidation) -> list[int]:
 def revalidation_enqueue_missing(*, job_id: str) -> int:
     """Enqueue the chunks still to do (all of them at first; the lost ones on resume).
     Safe to repeat: a chunk delivered twice counts each version once."""
-    from approvals import tasks
-
     job = Revalidation.objects.get(pk=job_id)
     if job.status != Revalidation.Status.RUNNING:
         return 0
     missing = _missing(job)
     for i in range(0, len(missing), CHUNK):
-        tasks.revalidate_chunk.delay(job.pk, missing[i : i + CHUNK])
+        current_app.tasks[CHUNK_TASK].delay(job.pk, missing[i : i + CHUNK])
     return len(missing)
 
 
 def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
     """Jobs ``running`` without progress for a while lost a chunk (broker outage, dead
     worker); each is claimed by a conditional update on its progress time, then resumed."""
-    from approvals import tasks
-
     now = timezone.now()
     stalled = Revalidation.objects.filter(
         status=Revalidation.Status.RUNNING, progress_at__lt=now - stalled_after
@@ -138,7 +140,7 @@ def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
         claimed = Revalidation.objects.filter(pk=job_id, progress_at=seen).update(progress_at=now)
         if claimed:
             logger.warning("revalidation %s stalled since %s; resuming", job_id, seen)
-            tasks.revalidation_run.delay(job_id=job_id)
+            current_app.tasks[RUN_TASK].delay(job_id=job_id)
             resumed.append(job_id)
     return resumed
 
@@ -214,8 +216,6 @@ def _record_and_count(
     now: datetime,
     outcomes: list[checks.Outcome],
 ) -> None:
-    from approvals.dispatch import after_revalidation_failures
-
     with transaction.atomic(durable=True):
         job = (
             Revalidation.objects.select_for_update(of=("self",), no_key=True)
@@ -237,4 +237,8 @@ def _record_and_count(
         _finish_if_done(job)
         job.save()
         if failed:
-            after_revalidation_failures(job, [version.item_id])
+            outbox_write(
+                kind=REVALIDATION_FAILURES,
+                payload={"job_id": job.pk, "item_ids": [version.item_id]},
+                tenant=job.tenant,
+            )

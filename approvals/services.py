@@ -11,12 +11,20 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.lifecycle import IN_USE_OR_OPEN, bump_on_commit, end_use, locked_versions
 from approvals.models import Approval
 from audit.chain import digest
 from audit.services import audit_append
 from core.authority import Authority, has_tenant_permission, is_proposer, may_retire, may_review
+from memory import rules
+from memory.effects import after_checks_requested, after_version_recorded
 from memory.errors import Conflict, Forbidden, InvalidContent
+from memory.lifecycle import (
+    IN_USE_OR_OPEN,
+    bump_on_commit,
+    end_use,
+    locked_versions,
+    version_transition,
+)
 from memory.models import (
     OPEN_STATUSES,
     Entity,
@@ -26,7 +34,6 @@ from memory.models import (
     Scenario,
     Source,
     Status,
-    Verification,
 )
 from memory.principals import Principal
 
@@ -80,15 +87,7 @@ def _approvals_complete(version: MemoryVersion) -> bool:
     return len(approvers) >= version.approvals_required and named <= approvers
 
 
-def _verification_on_approval(version: MemoryVersion) -> str:
-    has_record = version.sources.filter(kind=Source.Kind.BUSINESS_RECORD).exists()
-    return Verification.VERIFIED_RECORD if has_record else Verification.CONFIRMED
-
-
 def version_approve(*, principal: Principal, item: MemoryItem, comment: str) -> MemoryVersion:
-    from approvals.dispatch import after_checks_requested
-    from memory.services import version_transition
-
     with transaction.atomic(durable=True):
         version = _lock_head(item)
         _check_reviewer(principal, version, "approve")
@@ -106,7 +105,7 @@ def version_approve(*, principal: Principal, item: MemoryItem, comment: str) -> 
             data={"version": version.number, "comment_sha256": digest(comment)},
         )
         if _approvals_complete(version):
-            version.verification = _verification_on_approval(version)
+            version.verification = rules.verification_on_approval(version)
             version.save(update_fields=["verification"])
             version_transition(
                 version=version,
@@ -120,8 +119,6 @@ def version_approve(*, principal: Principal, item: MemoryItem, comment: str) -> 
 
 
 def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> MemoryVersion:
-    from memory.services import version_transition
-
     with transaction.atomic(durable=True):
         version = _lock_head(item)
         _check_reviewer(principal, version, "reject")
@@ -161,9 +158,6 @@ def memory_retire(
 
 
 def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
-    from approvals.dispatch import after_checks_requested
-    from memory.services import version_transition
-
     with transaction.atomic(durable=True):
         version = _lock_head(item)
         _require_person(principal, "recheck")
@@ -219,8 +213,6 @@ def memory_link_subject(
     *, principal: Principal, item: MemoryItem, subject_id: str
 ) -> MemoryVersion:
     """A reviewer resolves a held mention to an entity; the item then enters review."""
-    from approvals.dispatch import after_version_recorded
-    from memory.services import version_transition
 
     with transaction.atomic(durable=True):
         version = _lock_head(item)

@@ -11,9 +11,10 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from approvals import checking, notifications, outbox, revalidation
-from approvals.lifecycle import versions_expire
+from approvals import checking, notifications, revalidation
 from approvals.models import Revalidation
+from core import outbox
+from memory.lifecycle import versions_expire
 from memory.models import MemoryVersion, Status
 
 logger = logging.getLogger(__name__)

@@ -171,7 +171,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     through the cache's own generation script) and a small body, two minutes to live."""
     from django.utils import timezone
 
-    from memory import cache
+    from memory import cache, resolution
     from memory.models import Entity
     from memory.principals import Principal
     from memory.resolution import ResolveRequest
@@ -196,10 +196,12 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
         pattern = f"mg:res:{tenant.pk}:{subject_id}:*"
         for stale in client.scan_iter(pattern, 1000):  # what the load or a last run left
             client.unlink(stale)
-        cache.cached_resolution(principal, request(0), timezone.now())
+        resolution.cached_resolution(principal, request(0), timezone.now())
         with client.pipeline(transaction=False) as pipe:
             for i in range(1, count):
-                key, _ = cache._read(principal, request(i))
+                key, _ = cache._read(
+                    tenant.pk, subject_id, resolution.cache_shape(principal, request(i))
+                )
                 pipe.set(key, b'{"facts":[]}', px=120_000)
             pipe.execute()
         generation = cache.subject_generation_key(tenant.pk, subject_id)
@@ -210,7 +212,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
             cache.bump([generation])
             timings.append((time.perf_counter() - started) * 1e6)
         hits = cache.stats["hits"]
-        cache.cached_resolution(principal, request(0), timezone.now())
+        resolution.cached_resolution(principal, request(0), timezone.now())
         assert cache.stats["hits"] == hits, "an entry survived its subject's bump"
         out[str(count)] = {
             "entries_in_redis": entries,

@@ -1,4 +1,4 @@
-"""The input boundary's middleware (rules in ``config.inputs``): runs first, before
+"""The input boundary's middleware (rules in ``core.inputs``): runs first, before
 anything reads the body, so oversized, chunked or NUL-carrying requests never reach a view."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from urllib.parse import unquote_plus
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.inputs import strict_int
 from config.problems import problem_response
+from core.inputs import strict_int
 
 
 class InputBoundaryMiddleware:

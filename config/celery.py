@@ -26,4 +26,4 @@ def prepare_embedded_broker() -> None:
 
 
 # Request ids in task headers, per-task log lines and metrics (after the app exists).
-from config import telemetry  # noqa: E402, F401
+import config.telemetry  # noqa: E402, F401 - signal handlers for request ids and task logs

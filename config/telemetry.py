@@ -16,7 +16,8 @@ from celery import signals
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config import logs, metrics
+import config.logs as logs
+import config.metrics as metrics
 
 REQUEST_ID_TASK_HEADER = "memgov_request_id"
 request_logger = logging.getLogger("memgov.request")

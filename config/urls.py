@@ -2,7 +2,9 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from config import health, problems, security
+import config.health as health
+import config.problems as problems
+import config.security as security
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

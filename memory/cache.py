@@ -38,7 +38,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,12 +47,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+import config.metrics as metrics
 from audit.chain import canonical_json
-from config import metrics
 from memory.models import CacheGeneration
-from memory.principals import Principal
-from memory.resolution import ResolveRequest, decide, resolution_body
-from memory.serializers import iso
 
 logger = logging.getLogger(__name__)
 # What an unreachable or failing Redis raises; anything else is a bug and propagates.
@@ -238,72 +235,64 @@ def invalidate_policy_on_commit(tenant_id: int) -> None:
     _bump_on_commit({(tenant_id, policy_generation_key(tenant_id))})
 
 
-def _entry_affix(principal: Principal, request: ResolveRequest) -> tuple[str, str]:
-    tenant_id = principal.tenant.pk
+def _entry_affix(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, str]:
     committed = _committed_generations(
         tenant_id,
-        [subject_generation_key(tenant_id, request.subject), policy_generation_key(tenant_id)],
+        [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)],
     )
-    shape = canonical_json(
-        {
-            "committed": committed,
-            "labels": sorted(principal.labels),
-            "context": dict(request.context),
-            "fields": sorted(request.fields) if request.fields is not None else None,
-            "explain": request.explain,
-        }
-    )
-    digest = hashlib.sha256(shape.encode()).hexdigest()[:32]
-    return f"mg:res:{principal.tenant.pk}:{request.subject}:", digest
+    described = canonical_json({"committed": committed, **shape})
+    digest = hashlib.sha256(described.encode()).hexdigest()[:32]
+    return f"mg:res:{tenant_id}:{subject_id}:", digest
 
 
-def _read(principal: Principal, request: ResolveRequest) -> tuple[str, bytes | None]:
+def _read(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """The entry key under the current generations, and the entry if there is one."""
-    prefix, digest = _entry_affix(principal, request)
+    prefix, digest = _entry_affix(tenant_id, subject_id, shape)
     key, entry = run_script(
         "read",
         _READ,
-        [
-            subject_generation_key(principal.tenant.pk, request.subject),
-            policy_generation_key(principal.tenant.pk),
-        ],
+        [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)],
         [_fresh_start(), _fresh_start(), prefix, digest],
     )
     return key.decode(), entry
 
 
-def _fresh(principal: Principal, request: ResolveRequest, now: datetime) -> dict[str, Any]:
-    return resolution_body(decide(principal, request, now), explain=request.explain)
+# What a computation hands the cache: the answer, and when it stops being true (or None).
+Computed = tuple[dict[str, Any], datetime | None]
 
 
-def cached_resolution(
-    principal: Principal, request: ResolveRequest, now: datetime
-) -> dict[str, Any]:
-    if not enabled() or request.valid_at is not None or request.known_at is not None:
-        metrics.resolve_cache_outcome("disabled" if not enabled() else "uncacheable")
-        return _fresh(principal, request, now)
+def get_or_compute(
+    *,
+    tenant_id: int,
+    subject_id: str,
+    shape: Mapping[str, Any],
+    compute: Callable[[], Computed],
+) -> tuple[dict[str, Any], bool]:
+    """The cached answer about one subject for ``shape`` (everything else the answer
+    depends on: labels, context, …), or ``compute()``'s, stored until its end of truth.
+    Returns the answer and whether it came from the cache."""
+    if not enabled():
+        metrics.resolve_cache_outcome("disabled")
+        return compute()[0], False
     if not redis_usable():
         stats["bypassed"] += 1
         metrics.resolve_cache_outcome("bypassed")
-        return _fresh(principal, request, now)
+        return compute()[0], False
     try:
         _flush_pending()
-        key, entry = _read(principal, request)
+        key, entry = _read(tenant_id, subject_id, shape)
     except REDIS_DOWN:
         redis_failed("read")
         metrics.resolve_cache_outcome("error")
-        return _fresh(principal, request, now)
+        return compute()[0], False
     metrics.resolve_cache_outcome("hit" if entry is not None else "miss")
     if entry is not None:
         stats["hits"] += 1
-        body: dict[str, Any] = json.loads(entry)
-        body["valid_at"] = body["known_at"] = iso(now)
-        return body
+        return json.loads(entry), True
     stats["misses"] += 1
-    decision = decide(principal, request, now)
-    body = resolution_body(decision, explain=request.explain)
-    _store(key, body, decision.next_change)
-    return body
+    body, next_change = compute()
+    _store(key, body, next_change)
+    return body, False
 
 
 def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:

@@ -14,7 +14,7 @@ from django.db.models import Model, QuerySet
 from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 
-from config.inputs import strict_int, text_problem
+from core.inputs import strict_int, text_problem
 from memory.errors import InvalidContent
 
 DEFAULT_LIMIT = 50

@@ -14,9 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+import config.metrics as metrics
 from audit.models import RetrievalRecord, RetrievalUse
-from config import metrics
-from memory import resolver
+from memory import cache, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.principals import Principal
 from memory.selectors import current_policy, require_subject, resolver_policy
@@ -178,12 +178,43 @@ def retrieval_record(
     return record
 
 
-def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
-    from memory import cache
+def _fresh(principal: Principal, request: ResolveRequest, now: datetime) -> cache.Computed:
+    decision = decide(principal, request, now)
+    return resolution_body(decision, explain=request.explain), decision.next_change
 
+
+def cache_shape(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
+    """Everything besides the subject and the generations that an answer depends on."""
+    return {
+        "labels": sorted(principal.labels),
+        "context": dict(request.context),
+        "fields": sorted(request.fields) if request.fields is not None else None,
+        "explain": request.explain,
+    }
+
+
+def cached_resolution(
+    principal: Principal, request: ResolveRequest, now: datetime
+) -> dict[str, Any]:
+    """Only answers for "now" are cached; a hit is restamped with this instant."""
+    if request.valid_at is not None or request.known_at is not None:
+        metrics.resolve_cache_outcome("uncacheable")
+        return _fresh(principal, request, now)[0]
+    body, hit = cache.get_or_compute(
+        tenant_id=principal.tenant.pk,
+        subject_id=request.subject,
+        shape=cache_shape(principal, request),
+        compute=lambda: _fresh(principal, request, now),
+    )
+    if hit:
+        body["valid_at"] = body["known_at"] = iso(now)
+    return body
+
+
+def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
     now = timezone.now()
     with metrics.RESOLVE_LATENCY.time():
-        body = cache.cached_resolution(principal, request, now)
+        body = cached_resolution(principal, request, now)
     if request.task_id:
         record = retrieval_record(
             principal=principal,

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 
 from audit.chain import canonical_json
 from memory.errors import InvalidContent
-from memory.models import Entity, MemoryKind, Source, Tenant
+from memory.models import Entity, MemoryKind, MemoryVersion, Source, Tenant, Verification
 from memory.principals import Principal, can_see
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -142,3 +142,9 @@ def find_reviewers(tenant: Tenant, kind: str, usernames: Sequence[str], errors: 
 
 def specificity(scope: Mapping[str, str]) -> int:
     return 0 if dict(scope) == TENANT_WIDE else len(scope)
+
+
+def verification_on_approval(version: MemoryVersion) -> str:
+    """Approval confirms a claim; approval backed by a business record verifies it."""
+    has_record = version.sources.filter(kind=Source.Kind.BUSINESS_RECORD).exists()
+    return Verification.VERIFIED_RECORD if has_record else Verification.CONFIRMED

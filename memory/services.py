@@ -14,10 +14,12 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
-from config.inputs import strict_int
+from core.inputs import strict_int
 from memory import cache, rules
+from memory.effects import after_version_recorded
 from memory.errors import Conflict, InvalidContent, PreconditionRequired
 from memory.keys import generate_key, hash_key
+from memory.lifecycle import version_transition
 from memory.models import (
     Alias,
     ApiKey,
@@ -516,55 +518,8 @@ def memory_correct(
     return version
 
 
-def version_transition(
-    *,
-    version: MemoryVersion,
-    to: Status,
-    actor: str,
-    reason: str = "",
-    at: datetime | None = None,
-    **audit_data: Any,
-) -> MemoryVersion:
-    """Move a locked version to a new status inside the caller's transaction, audited.
-
-    System times follow the status: becoming active sets ``activated_at``; leaving active
-    sets ``deactivated_at``, which is what ``known_at`` queries read."""
-    now = at or timezone.now()
-    previous = version.status
-    version.status = to
-    version.status_reason = reason
-    version.status_changed_at = now
-    update = ["status", "status_reason", "status_changed_at"]
-    if to == Status.ACTIVE:
-        # A version suspended by revalidation and rechecked is in use again from now on
-        # (its earlier period of use stays in the audit trail, not in these two fields).
-        version.activated_at = now
-        version.deactivated_at = None
-        update += ["activated_at", "deactivated_at"]
-    elif previous == Status.ACTIVE:
-        version.deactivated_at = now
-        update.append("deactivated_at")
-    version.save(update_fields=update)
-    audit_append(
-        tenant=version.tenant,
-        actor=actor,
-        action=f"memory.{to}",
-        target_type="memory",
-        target_id=version.item_id,
-        data={
-            "version": version.number,
-            "from": previous,
-            "to": str(to),
-            "reason_sha256": digest(reason) if reason else None,
-            **audit_data,
-        },
-    )
-    return version
-
-
 def _after_new_version(version: MemoryVersion) -> None:
     """Side effects after commit: checks for a preference, notifications for reviewers."""
-    from approvals.dispatch import after_version_recorded
 
     after_version_recorded(version)
 

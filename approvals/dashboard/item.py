@@ -29,11 +29,11 @@ from approvals.dashboard.access import (
     page_context,
 )
 from approvals.dashboard.history import lineage_timeline, version_diff
-from approvals.lifecycle import IN_USE_OR_OPEN
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer
 from memory.errors import DomainError, NotFound
+from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.principals import Principal
 from memory.selectors import access_source, memory_versions

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from approvals.lifecycle import version_fail_checks
 from approvals.models import CheckResult
+from memory.lifecycle import version_fail_checks
 from tests.approvals.support import Flow, head
 
 ORDER_A = {"task": "order-a"}

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+import config.logs as logs
+import config.metrics as metrics
 from approvals import tasks
-from config import logs, metrics
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
 from config.telemetry import REQUEST_ID_TASK_HEADER

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from approvals import checking, dispatch
+from approvals import checking, services
 from approvals.models import CheckResult
 from memory.models import MemoryVersion, Status
 from tests.approvals.support import Flow, head
@@ -26,7 +26,7 @@ def test_two_conflicting_rules_approved_at_once_never_both_become_active(
     flow = Flow(world=world)
     # Given two P-9 rules of one field with different values, both approved: their gate
     # runs are left for the two threads below (nothing is handed to Celery on commit).
-    monkeypatch.setattr(dispatch, "after_checks_requested", lambda version: None)
+    monkeypatch.setattr(services, "after_checks_requested", lambda version: None)
     first = flow.rule(P9, value="check every delivery")["id"]
     second = flow.rule(P9, value="check one delivery in ten")["id"]
     for memory_id in (first, second):

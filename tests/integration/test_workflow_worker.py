@@ -306,4 +306,4 @@ def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flo
         assert {m.subject for m in mail.outbox} == {
             f"[Memgov] Re-validation suspended material_checks ({verified})"
         }
-        assert Outbox.objects.get().dispatched_at is not None
+        assert Outbox.objects.get(kind="revalidation.run").dispatched_at is not None

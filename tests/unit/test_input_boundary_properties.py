@@ -1,4 +1,4 @@
-"""Properties of the input boundary's pure functions (config.inputs): whatever arrives,
+"""Properties of the input boundary's pure functions (core.inputs): whatever arrives,
 they answer a value or a refusal, never an exception the API would turn into a 500."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.exceptions import ParseError
 
-from config.inputs import MAX_JSON_DEPTH, json_depth, load_json, strict_int, text_problem
+from core.inputs import MAX_JSON_DEPTH, json_depth, load_json, strict_int, text_problem
 from memory.errors import InvalidContent
 
 json_values = st.recursive(

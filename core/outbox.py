@@ -3,7 +3,11 @@
 A write records ``Outbox(kind, payload)`` in its own transaction; after commit the row is
 dispatched to the Celery task its kind names. A broker outage at commit leaves the row
 undispatched, and the beat sweeper sends it later. Claiming a row is a conditional update,
-so two dispatchers (the on-commit hook and the sweeper, or two sweepers) send it once."""
+so two dispatchers (the on-commit hook and the sweeper, or two sweepers) send it once.
+
+This is how a lower layer asks for work an upper layer does without importing it: the
+upper layer registers the Celery task that handles a kind (``outbox_handle``, called from
+its ``AppConfig.ready``), and the writer names only the kind."""
 
 from __future__ import annotations
 
@@ -24,13 +28,17 @@ from memory.models import Tenant
 logger = logging.getLogger(__name__)
 
 # kind → Celery task name; the task receives the payload as keyword arguments.
-HANDLERS: dict[str, str] = {
-    "revalidation.run": "approvals.tasks.revalidation_run",
-}
+HANDLERS: dict[str, str] = {}
 CLAIM_FOR = timedelta(seconds=30)
 SWEEP_AFTER = timedelta(seconds=30)
 # What a broker that cannot be reached raises (redis-py errors subclass OSError).
 BROKER_DOWN: tuple[type[BaseException], ...] = (KombuError, RedisError, OSError)
+
+
+def outbox_handle(kind: str, task_name: str) -> None:
+    """Register the Celery task that carries out ``kind`` (once, at app start)."""
+    if HANDLERS.setdefault(kind, task_name) != task_name:
+        raise ValueError(f"outbox kind {kind!r} is already handled by {HANDLERS[kind]}")
 
 
 def outbox_write(*, kind: str, payload: dict[str, Any], tenant: Tenant | None) -> Outbox:

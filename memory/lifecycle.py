@@ -1,4 +1,5 @@
-"""Transitions that end or begin use: activation, retirement, revocation, expiry.
+"""The status machine of a version: every transition (``version_transition``), and those
+that end or begin use: activation, retirement, revocation, expiry.
 
 Each runs in one transaction with the lineage locked; flags the tasks that used what
 stopped being true; bumps the subject's cache generation after commit, which Django runs
@@ -9,16 +10,65 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 
+from audit.chain import digest
 from audit.models import RetrievalUse
+from audit.services import audit_append
 from memory import cache
+from memory.effects import after_checks_failed, after_retired
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status, TaskFlag
-from memory.services import version_transition
 
 IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)
+
+
+def version_transition(
+    *,
+    version: MemoryVersion,
+    to: Status,
+    actor: str,
+    reason: str = "",
+    at: datetime | None = None,
+    **audit_data: Any,
+) -> MemoryVersion:
+    """Move a locked version to a new status inside the caller's transaction, audited.
+
+    System times follow the status: becoming active sets ``activated_at``; leaving active
+    sets ``deactivated_at``, which is what ``known_at`` queries read."""
+    now = at or timezone.now()
+    previous = version.status
+    version.status = to
+    version.status_reason = reason
+    version.status_changed_at = now
+    update = ["status", "status_reason", "status_changed_at"]
+    if to == Status.ACTIVE:
+        # A version suspended by revalidation and rechecked is in use again from now on
+        # (its earlier period of use stays in the audit trail, not in these two fields).
+        version.activated_at = now
+        version.deactivated_at = None
+        update += ["activated_at", "deactivated_at"]
+    elif previous == Status.ACTIVE:
+        version.deactivated_at = now
+        update.append("deactivated_at")
+    version.save(update_fields=update)
+    audit_append(
+        tenant=version.tenant,
+        actor=actor,
+        action=f"memory.{to}",
+        target_type="memory",
+        target_id=version.item_id,
+        data={
+            "version": version.number,
+            "from": previous,
+            "to": str(to),
+            "reason_sha256": digest(reason) if reason else None,
+            **audit_data,
+        },
+    )
+    return version
 
 
 def bump_on_commit(versions: Iterable[MemoryVersion]) -> None:
@@ -76,10 +126,8 @@ def end_use(
     if flag_event and any(v.activated_at for v in versions):
         flagged = flag_tasks(item=item, event=flag_event, reason=reason, at=now)
     bump_on_commit(versions)
-    if to == Status.RETIRED and versions:
-        from approvals.dispatch import after_retired
-
-        after_retired([v.pk for v in versions])
+    if to == Status.RETIRED:
+        after_retired(versions)
     return flagged
 
 
@@ -124,8 +172,6 @@ def version_activate(
             version_transition(
                 version=version, to=Status.CHECKS_FAILED, actor=actor, reason=failure
             )
-            from approvals.dispatch import after_checks_failed
-
             after_checks_failed(version)
             return False
         previous = list(
@@ -169,8 +215,6 @@ def version_fail_checks(*, version_id: int, actor: str, detail: str) -> bool:
         if version.status != Status.CHECKING:
             return False
         version_transition(version=version, to=Status.CHECKS_FAILED, actor=actor, reason=detail)
-        from approvals.dispatch import after_checks_failed
-
         after_checks_failed(version)
     return True
 

@@ -1,0 +1,46 @@
+"""What a change to a memory version asks to happen after it commits.
+
+Each function writes outbox rows in the caller's transaction (core.outbox): the gate and
+preview checks, the reviewers' and owners' emails. The approvals layer registers the tasks
+that carry the kinds out, so nothing here imports it, nothing is sent for a rolled-back
+write, and nothing is lost when the broker is down at commit."""
+
+from __future__ import annotations
+
+from core.outbox import outbox_write
+from memory.models import MemoryVersion, Status
+
+GATE_CHECKS = "checks.gate"
+PREVIEW_CHECKS = "checks.preview"
+PENDING_REVIEW = "notify.pending_review"
+CHECKS_FAILED = "notify.checks_failed"
+RETIRED = "notify.retired"
+REVALIDATION_FAILURES = "notify.revalidation_failures"
+
+
+def after_version_recorded(version: MemoryVersion) -> None:
+    """A preference goes straight to its gate checks; anything for review gets a preview
+    run (so the reviewer sees the impact) and its reviewers are told."""
+    if version.status == Status.CHECKING:
+        after_checks_requested(version)
+    elif version.status == Status.PENDING_REVIEW:
+        payload = {"version_id": version.pk}
+        outbox_write(kind=PREVIEW_CHECKS, payload=payload, tenant=version.tenant)
+        outbox_write(kind=PENDING_REVIEW, payload=payload, tenant=version.tenant)
+
+
+def after_checks_requested(version: MemoryVersion) -> None:
+    outbox_write(kind=GATE_CHECKS, payload={"version_id": version.pk}, tenant=version.tenant)
+
+
+def after_checks_failed(version: MemoryVersion) -> None:
+    outbox_write(kind=CHECKS_FAILED, payload={"version_id": version.pk}, tenant=version.tenant)
+
+
+def after_retired(versions: list[MemoryVersion]) -> None:
+    if versions:
+        outbox_write(
+            kind=RETIRED,
+            payload={"version_ids": [v.pk for v in versions]},
+            tenant=versions[0].tenant,
+        )
