@@ -137,10 +137,15 @@ def lock_subject_field(version: MemoryVersion) -> None:
     at a time in anyway, so it needs none."""
     if connection.vendor != "postgresql":
         return
-    name = f"activation:{version.tenant_id}:{version.subject_id}:{version.field}"
-    key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+    key = activation_lock_key(version.tenant_id, version.subject_id, version.field)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def activation_lock_key(tenant_id: int, subject_id: str | None, field: str) -> int:
+    """The advisory lock's stable 64-bit key for one (tenant, subject, field)."""
+    name = f"activation:{tenant_id}:{subject_id}:{field}"
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def version_activate(

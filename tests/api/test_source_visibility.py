@@ -10,6 +10,7 @@ import pytest
 
 from audit.models import AuditEvent
 from memory import services
+from memory.people import membership_relabel
 from tests.conftest import World
 
 API = "/api/v1"
@@ -91,10 +92,8 @@ def test_labels_narrowed_on_a_source_hide_the_item_from_the_next_resolve(
 def test_labels_widened_again_bring_the_item_back(world, order, django_capture_on_commit_callbacks):
     narrow = {"visibility": ["finance"], "reason": "moved"}
     wide = {"visibility": ["staff", "finance"], "reason": "shared with staff again"}
-    # Rita's key must carry finance to see (and so change) the source once narrowed.
-    world.keys["rita"] = services.api_key_create(
-        tenant=world.tenant, user=world.users["rita"], labels=["staff", "finance"]
-    )[1]
+    # Rita must hold finance to see (and so change) the source once narrowed.
+    membership_relabel(user=world.users["rita"], labels=["staff", "finance"])
     change(world, "rita", order["record"], narrow, django_capture_on_commit_callbacks)
     assert facts(world, "agent", order["dana"]) == []
 

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.conf import settings
 
 from audit.models import AuditEvent
 from config.celery import app as celery_app
+from memory.lifecycle import activation_lock_key
 from memory.models import MemoryVersion, Status
 from tests.conftest import World, iso, later, needs
 from tests.deploy.support import ROOT
@@ -35,7 +37,13 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-CHECK_DELAY = "2"  # seconds each gate run pauses in the worker: the task "in flight"
+
+def _waits_for_advisory_lock(holder: psycopg.Connection[Any]) -> bool:
+    """Another session (the worker's gate run) is queued behind the lock the test holds."""
+    row = holder.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def free_port() -> int:
@@ -127,7 +135,6 @@ def prod(world: World, tmp_path: Path) -> Iterator[Prod]:
         "GUNICORN_WORKERS": "2",
         "MEMGOV_WORKER_CONCURRENCY": "1",
         "MEMGOV_VAR_DIR": str(tmp_path),
-        "MEMGOV_TEST_CHECK_DELAY": CHECK_DELAY,
         "SITE_URL": f"http://127.0.0.1:{port}",
         "EMAIL_URL": "dummy://",
         "MEMGOV_THROTTLE_RATE": "100000/min",
@@ -237,8 +244,11 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
     assert [f["value"] for f in after["facts"]] == ["12 Elm Street"]
     assert prod.ok(agent, "GET", "/tasks/dispatch-order-a")["needs_reverification"] is True
 
-    # When a new preference's gate run is in flight and the worker is told to stop.
-    pauses = prod.output().count("MEMGOV_TEST_CHECK_DELAY")
+    # When a new preference's gate run is in flight (held at its activation lock, which
+    # the test takes first) and the worker is told to stop.
+    holder = psycopg.connect(_test_database_url(), autocommit=False)
+    key = activation_lock_key(world.tenant.pk, dana, "contact_channel")
+    holder.execute("SELECT pg_advisory_xact_lock(%s)", [key])
     channel = prod.ok(
         agent,
         "POST",
@@ -257,11 +267,11 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
         201,
         **{"X-Request-ID": "smoke-channel-1"},
     )
-    wait_for(
-        "the gate run to be in flight",
-        lambda: prod.output().count("MEMGOV_TEST_CHECK_DELAY") > pauses,
-    )
+    wait_for("the gate run to be in flight", lambda: _waits_for_advisory_lock(holder))
     os.kill(prod.worker_pid(), signal.SIGTERM)
+    wait_for("the worker to begin its warm shutdown", lambda: "Warm shutdown" in prod.output())
+    holder.rollback()  # the run may go on now
+    holder.close()
     prod.process.wait(timeout=45)  # honcho stops the others once the worker has left
 
     # Then the worker finished the run before leaving: active, activated exactly once.
@@ -279,5 +289,4 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
     assert [(t["task"], t["state"]) for t in gate] == [
         ("approvals.tasks.run_gate_checks", "SUCCESS")
     ]
-    shutdown = output.index("Warm shutdown")
-    assert output.rindex("MEMGOV_TEST_CHECK_DELAY") < shutdown < output.rindex("succeeded in")
+    assert output.index("Warm shutdown") < output.rindex("succeeded in")
