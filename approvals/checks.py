@@ -29,15 +29,7 @@ from typing import Any
 from audit.chain import digest
 from memory import resolver, rules
 from memory.candidates import CandidateRequest, load_candidates
-from memory.models import (
-    Entity,
-    MemoryKind,
-    MemoryVersion,
-    Scenario,
-    ScopeValue,
-    Source,
-    Status,
-)
+from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, ScopeValue, Source, Status
 from memory.rules import TENANT_WIDE
 
 ONE_DAY = timedelta(days=1)

@@ -134,7 +134,7 @@ class Notification(models.Model):
 class Outbox(models.Model):
     """A side effect recorded in the transaction of the write that causes it, dispatched
     after commit; the sweeper re-dispatches rows a broker outage left behind (DESIGN.md,
-    Side effects after commit). ``kind`` names a handler in ``approvals.outbox``."""
+    Side effects after commit). ``kind`` names a handler in ``core.outbox``."""
 
     kind = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)

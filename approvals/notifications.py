@@ -15,8 +15,8 @@ from django.utils import timezone
 from approvals import emails
 from approvals.models import Notification
 from core import authority
+from core.principals import principal_for_user
 from memory.models import MemoryVersion, Status
-from memory.principals import principal_for_user
 
 logger = logging.getLogger(__name__)
 DIGEST_THRESHOLD = 3

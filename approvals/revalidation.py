@@ -23,10 +23,10 @@ from approvals.models import CheckResult, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
 from core.outbox import outbox_write
+from core.principals import Principal
 from memory.effects import REVALIDATION_FAILURES
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status, Tenant
-from memory.principals import Principal
 from memory.selectors import current_policy
 from memory.services import MANAGE_POLICY_REFUSAL, policy_record
 

@@ -15,9 +15,10 @@ from approvals.models import Approval
 from audit.chain import digest
 from audit.services import audit_append
 from core.authority import Authority, has_tenant_permission, is_proposer, may_retire, may_review
+from core.errors import Conflict, Forbidden, InvalidContent
+from core.principals import Principal
 from memory import rules
 from memory.effects import after_checks_requested, after_version_recorded
-from memory.errors import Conflict, Forbidden, InvalidContent
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
     bump_on_commit,
@@ -35,7 +36,6 @@ from memory.models import (
     Source,
     Status,
 )
-from memory.principals import Principal
 
 
 def _require_person(principal: Principal, action: str) -> None:

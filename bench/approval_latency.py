@@ -97,9 +97,9 @@ class Setup:
     """A fresh tenant with two rule reviewers, ten subjects and one approval record."""
 
     def __init__(self) -> None:
-        from approvals.permissions import permission_grant
+        from core.principals import Principal
         from memory import services
-        from memory.principals import Principal
+        from memory.grants import permission_grant
 
         slug = f"bench-approvals-{uuid.uuid4().hex[:8]}"
         self.tenant = services.tenant_create(slug=slug, name="Approval latency benchmark")

@@ -171,9 +171,9 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     through the cache's own generation script) and a small body, two minutes to live."""
     from django.utils import timezone
 
+    from core.principals import Principal
     from memory import cache, resolution
     from memory.models import Entity
-    from memory.principals import Principal
     from memory.resolution import ResolveRequest
 
     client = cache._redis()

@@ -15,7 +15,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from memory.errors import DomainError
+from core.errors import DomainError
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 

@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "memory",
     "approvals",
     "audit",
+    "api",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

@@ -11,15 +11,13 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
-    path("api/v1/", include("memory.urls")),
-    path("api/v1/", include("audit.urls")),
-    path("api/v1/", include("approvals.urls")),
+    path("api/v1/", include("api.urls")),
     # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
     re_path(r"^api/", problems.api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/login/", security.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("", include("approvals.urls_dashboard")),
+    path("", include("dashboard.urls")),
 ]
 
 handler400 = "config.problems.bad_request"

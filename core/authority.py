@@ -12,30 +12,46 @@ number of queries, not one per row."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db.models import Q
 
-# The guardian permission models live in ``approvals`` until the layering refactor moves
-# them here; this module is their only reader.
 from approvals.models import (
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
-from memory.errors import Forbidden
-from memory.models import MemoryKind, MemoryVersion, Tenant
-from memory.principals import Principal, principal_for_user
-from memory.rules import TENANT_WIDE
-from memory.selectors import version_visible
+from core.errors import Forbidden
+from core.principals import Principal, can_see, principal_for_user
+from memory.models import Tenant
 
+
+class Governed(Protocol):
+    """What authority reads of a memory version (``memory.models.Governed``); this
+    layer sits below memory and knows versions only by this shape."""
+
+    pk: Any
+    tenant_id: int
+    kind: str
+    scope: Any
+    required_visibility: Any
+    proposed_by: str
+    proposer_user_id: int | None
+    owner_id: int
+
+
+V = TypeVar("V", bound=Governed)
+
+PREFERENCE, TASK_FACT, ENTERPRISE_RULE = "preference", "task_fact", "enterprise_rule"
+TENANT_WIDE = {"tenant": "*"}
 REVIEW_PERMISSION: dict[str, str] = {
-    MemoryKind.TASK_FACT.value: "review_task_fact",
-    MemoryKind.ENTERPRISE_RULE.value: "review_enterprise_rule",
+    TASK_FACT: "review_task_fact",
+    ENTERPRISE_RULE: "review_enterprise_rule",
 }
 TENANT_WIDE_APPROVAL = "approve_tenant_wide_rule"
 RETIRE = "retire_memory"
@@ -45,14 +61,20 @@ OVERSIGHT = frozenset({*REVIEW_PERMISSION.values(), TENANT_WIDE_APPROVAL, RETIRE
 Scoped = tuple[str, str, str]  # (codename, dimension, value)
 
 
-def review_permissions(version: MemoryVersion) -> tuple[str, ...]:
+def review_permissions(version: Governed) -> tuple[str, ...]:
     """The permission that reviews this kind; a preference: any reviewer of its scope."""
     if version.kind in REVIEW_PERMISSION:
         return (REVIEW_PERMISSION[version.kind],)
     return tuple(REVIEW_PERMISSION.values())
 
 
-def is_proposer(principal: Principal, version: MemoryVersion) -> bool:
+def version_visible(version: Governed, principal: Principal) -> bool:
+    """The principal holds a label of every source (and of the item's own visibility)."""
+    required: Sequence[Sequence[str]] = version.required_visibility
+    return all(can_see(list(labels), principal.labels) for labels in required)
+
+
+def is_proposer(principal: Principal, version: Governed) -> bool:
     return principal.name == version.proposed_by or (
         principal.user is not None and version.proposer_user_id == principal.user.pk
     )
@@ -91,16 +113,16 @@ class Authority:
             and any((codename, dim, str(value)) in self.on_values for dim, value in scope.items())
         )
 
-    def may_review(self, version: MemoryVersion) -> bool:
+    def may_review(self, version: Governed) -> bool:
         """Authority over the item's kind and scope (the proposer question is separate,
         so the API can say why it refuses)."""
         if not any(self.holds(p, version.scope) for p in review_permissions(version)):
             return False
-        if version.kind == MemoryKind.ENTERPRISE_RULE and dict(version.scope) == TENANT_WIDE:
+        if version.kind == ENTERPRISE_RULE and dict(version.scope) == TENANT_WIDE:
             return self.has(TENANT_WIDE_APPROVAL)
         return True
 
-    def may_decide(self, version: MemoryVersion) -> bool:
+    def may_decide(self, version: Governed) -> bool:
         """Approve or reject now: may review, can see it, and did not propose it. The
         queue lists and the emails announce exactly these."""
         return (
@@ -109,16 +131,16 @@ class Authority:
             and not is_proposer(self.principal, version)
         )
 
-    def may_retire(self, version: MemoryVersion) -> bool:
+    def may_retire(self, version: Governed) -> bool:
         """``retire_memory`` over the scope; the owner of a preference may end it too."""
         user = self.principal.user
         if not self.is_person or user is None:
             return False
-        if version.kind == MemoryKind.PREFERENCE and version.owner_id == user.pk:
+        if version.kind == PREFERENCE and version.owner_id == user.pk:
             return True
         return self.holds(RETIRE, version.scope)
 
-    def sees(self, version: MemoryVersion) -> bool:
+    def sees(self, version: Governed) -> bool:
         """Open it in the dashboard: visible, and theirs or within their oversight."""
         user = self.principal.user
         if not self.is_person or user is None or not version_visible(version, self.principal):
@@ -132,11 +154,11 @@ def authority_for(principal: Principal) -> Authority:
     return Authority.load(principal)
 
 
-def may_review(principal: Principal, version: MemoryVersion) -> bool:
+def may_review(principal: Principal, version: Governed) -> bool:
     return Authority.load(principal).may_review(version)
 
 
-def may_retire(principal: Principal, version: MemoryVersion) -> bool:
+def may_retire(principal: Principal, version: Governed) -> bool:
     return Authority.load(principal).may_retire(version)
 
 
@@ -150,7 +172,7 @@ def require_tenant_permission(principal: Principal, codename: str, refusal: str)
         raise Forbidden(refusal)
 
 
-def reviewers_for(versions: Iterable[MemoryVersion]) -> dict[int, list[User]]:
+def reviewers_for(versions: Iterable[V]) -> dict[int, list[User]]:
     """For each version, the active members with an email who may decide it, by name.
 
     Three queries whatever the number of versions (people, tenant grants, scope-value
@@ -158,7 +180,7 @@ def reviewers_for(versions: Iterable[MemoryVersion]) -> dict[int, list[User]]:
     one."""
     versions = list(versions)
     result: dict[int, list[User]] = {v.pk: [] for v in versions}
-    by_tenant: dict[int, list[MemoryVersion]] = defaultdict(list)
+    by_tenant: dict[int, list[V]] = defaultdict(list)
     for version in versions:
         by_tenant[version.tenant_id].append(version)
     for tenant_id, group in by_tenant.items():

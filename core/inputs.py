@@ -27,7 +27,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from memory.errors import InvalidContent
+from core.errors import InvalidContent
 
 MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 18  # fits a signed 64-bit column; no identifier or limit needs more

@@ -8,8 +8,8 @@ from django.conf import settings
 from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
+from core.principals import Principal, principal_for_key, principal_for_user
 from memory.keys import api_key_for_raw
-from memory.principals import Principal, principal_for_key, principal_for_user
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
     from rest_framework.views import APIView

@@ -14,9 +14,9 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.errors import Conflict, InvalidContent
+from core.errors import Conflict, InvalidContent
+from core.principals import Principal
 from memory.models import IdempotencyRecord
-from memory.principals import Principal
 
 HEADER = "Idempotency-Key"
 IN_PROGRESS = 0

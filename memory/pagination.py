@@ -14,8 +14,8 @@ from django.db.models import Model, QuerySet
 from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 
+from core.errors import InvalidContent
 from core.inputs import strict_int, text_problem
-from memory.errors import InvalidContent
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_append
-from memory.errors import Conflict
+from core.errors import Conflict
 from memory.keys import generate_key, hash_key
 from memory.models import ApiKey, Membership
 

@@ -16,9 +16,9 @@ from django.utils import timezone
 
 import config.metrics as metrics
 from audit.models import RetrievalRecord, RetrievalUse
+from core.principals import Principal
 from memory import cache, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
-from memory.principals import Principal
 from memory.selectors import current_policy, require_subject, resolver_policy
 from memory.serializers import iso
 

@@ -16,12 +16,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from audit.chain import canonical_json
-from memory.errors import InvalidContent
+from core import authority
+from core.errors import InvalidContent
+from core.principals import Principal, can_see
 from memory.models import Entity, MemoryKind, MemoryVersion, Source, Tenant, Verification
-from memory.principals import Principal, can_see
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-TENANT_WIDE = {"tenant": "*"}
+TENANT_WIDE = authority.TENANT_WIDE
 # A preference follows its person, at most narrowed to one task (DESIGN.md, Memory classes).
 PREFERENCE_DIMENSIONS = frozenset({"task"})
 MAX_VALUE_BYTES = 8 * 1024

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from django.db import connection
-from django.db.models import F, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
+from django.db.models import F, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from memory.errors import NotFound
+from core import authority
+from core.errors import NotFound
+from core.principals import Principal, can_see
 from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status, Tenant
-from memory.principals import Principal, can_see
 from memory.resolver import Policy as ResolverPolicy
 
 
 def version_visible(version: MemoryVersion, principal: Principal) -> bool:
-    return all(can_see(labels, principal.labels) for labels in version.required_visibility)
+    return authority.version_visible(version, principal)
 
 
 def access_source(principal: Principal, source_id: str) -> Source:
@@ -60,17 +62,24 @@ def access_memory(principal: Principal, memory_id: str) -> MemoryItem:
     return item
 
 
-def versions_with_details(queryset: QuerySet[MemoryVersion]) -> QuerySet[MemoryVersion]:
-    """Everything the memory representation shows, in a fixed number of queries."""
-    from approvals.models import Approval, CheckResult
+def _related_rows(name: str) -> QuerySet[Any]:
+    model = cast("type[Model]", MemoryVersion._meta.get_field(name).related_model)
+    return model._default_manager.all()
 
+
+def versions_with_details(queryset: QuerySet[MemoryVersion]) -> QuerySet[MemoryVersion]:
+    """Everything the memory representation shows, in a fixed number of queries. The
+    approvals and check results are rows of the layer above, reached through their
+    relations to the version rather than by importing their models."""
+    approvals = _related_rows("approvals").select_related("reviewer")
+    checks = _related_rows("checks").order_by("ran_at", "id")
     active = MemoryVersion.objects.filter(item=OuterRef("item"), status=Status.ACTIVE)
     return (
         queryset.select_related("owner", "item")
         .annotate(active_number=Subquery(active.values("number")[:1]))
         .prefetch_related(
-            Prefetch("approvals", queryset=Approval.objects.select_related("reviewer")),
-            Prefetch("checks", queryset=CheckResult.objects.order_by("ran_at", "id")),
+            Prefetch("approvals", queryset=approvals),
+            Prefetch("checks", queryset=checks),
         )
     )
 

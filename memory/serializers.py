@@ -7,15 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from memory.models import (
-    Assertion,
-    Entity,
-    MemoryKind,
-    MemoryVersion,
-    Scenario,
-    Source,
-    Status,
-)
+from memory.models import Assertion, Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 
 MAX_CONTENT_CHARS = 32 * 1024
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")

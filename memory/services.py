@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
+from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
+from core.principals import Principal
 from memory import cache, rules
 from memory.effects import after_version_recorded
-from memory.errors import Conflict, InvalidContent, PreconditionRequired
 from memory.keys import generate_key, hash_key
 from memory.lifecycle import version_transition
 from memory.models import (
@@ -35,7 +36,6 @@ from memory.models import (
     Status,
     Tenant,
 )
-from memory.principals import Principal
 from memory.resolver import Policy as ResolverPolicy
 
 _UNSET: Any = object()

@@ -21,11 +21,11 @@ from django.dispatch import receiver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from approvals.permissions import permission_grant
 from config.celery import app as celery_app
+from core.principals import Principal
 from memory import services
+from memory.grants import permission_grant
 from memory.models import Tenant
-from memory.principals import Principal
 
 ALL_PERMISSIONS = [
     "review_task_fact",

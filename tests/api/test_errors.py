@@ -6,13 +6,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from tests.api.support import (
-    Written,
-    assert_problem,
-    create_entity,
-    preference_body,
-    record_source,
-)
+from tests.api.support import Written, assert_problem, create_entity, preference_body, record_source
 
 
 @pytest.fixture

@@ -9,13 +9,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import IdempotencyRecord
-from tests.api.support import (
-    Written,
-    assert_problem,
-    create_entity,
-    preference_body,
-    record_source,
-)
+from tests.api.support import Written, assert_problem, create_entity, preference_body, record_source
 
 
 def _post(client, path, body, key):

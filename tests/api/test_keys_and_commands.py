@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from approvals.models import ScopeValueUserObjectPermission, TenantUserObjectPermission
 from audit.models import AuditEvent
 from core.authority import Authority
+from core.principals import Principal
 from memory.models import ApiKey, Membership, Policy, ScopeValue, Tenant
-from memory.principals import Principal
 from tests.api.support import assert_problem, tamper
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from core.principals import Principal
 from memory import services
-from memory.principals import Principal
 from tests.api.support import assert_problem, create_entity, record_source
 from tests.conftest import iso, later
 

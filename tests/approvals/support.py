@@ -16,8 +16,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from approvals.permissions import permission_grant
 from memory import services
+from memory.grants import permission_grant
 from memory.models import MemoryVersion
 from tests.conftest import World, iso, later
 

@@ -13,12 +13,12 @@ from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.test import Client
 
-from approvals.dashboard.queue import review_queue
-from approvals.permissions import permission_grant
 from audit.models import AuditEvent
 from core.authority import Authority, reviewers_for
+from core.principals import principal_for_user
+from dashboard.queue import review_queue
+from memory.grants import permission_grant
 from memory.models import MemoryVersion, Status
-from memory.principals import principal_for_user
 from tests.approvals.support import Flow, head, person
 
 QUEUE_LINK = re.compile(r'href="/memories/(mem_\w+)/" class="strong"')

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from approvals.services import version_approve
+from core.principals import Principal
 from memory import services
 from memory.models import MemoryItem, MemoryVersion, Status
-from memory.principals import Principal
 from memory.resolution import ResolveRequest
 from tests.conftest import World
 

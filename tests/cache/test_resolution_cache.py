@@ -10,9 +10,9 @@ from datetime import timedelta
 from django.utils import timezone
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
+from core.principals import Principal
 from memory import cache, services
 from memory.models import MemoryItem, Source
-from memory.principals import Principal
 from memory.resolution import resolve_for
 from tests.cache.builders import (
     addresses,

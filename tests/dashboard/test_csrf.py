@@ -6,7 +6,7 @@ import re
 
 from django.urls import URLPattern, reverse
 
-from approvals import urls_dashboard
+from dashboard import urls as urls_dashboard
 from memory.models import MemoryVersion
 from tests.dashboard.support import Demo
 

@@ -33,11 +33,7 @@ from audit.models import AuditEvent
 from config.celery import app as celery_app
 from memory.models import Status
 from tests.approvals.support import Flow, head
-from tests.approvals.test_correction_goes_live import (
-    ORDER_A,
-    address_fact,
-    correct_with_new_record,
-)
+from tests.approvals.test_correction_goes_live import ORDER_A, address_fact, correct_with_new_record
 from tests.conftest import World, needs
 from tests.integration.slow_worker import PAUSED
 

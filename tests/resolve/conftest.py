@@ -14,9 +14,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from approvals.services import version_approve
+from core.principals import Principal
 from memory import services
 from memory.models import MemoryItem, MemoryVersion, Status
-from memory.principals import Principal
 from tests.conftest import World
 
 # Who must approve each kind in the `world` tenant (rules need two distinct reviewers).

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rest_framework.exceptions import ParseError
 
+from core.errors import InvalidContent
 from core.inputs import MAX_JSON_DEPTH, json_depth, load_json, strict_int, text_problem
-from memory.errors import InvalidContent
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),

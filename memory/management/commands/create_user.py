@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from approvals.permissions import permission_grant
+from memory.grants import permission_grant
 from memory.models import REVIEW_PERMISSIONS, Tenant
 from memory.services import user_create
 

@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from approvals.permissions import permission_grant
+from core.principals import Principal
 from memory import services
+from memory.grants import permission_grant
 from memory.models import ApiKey, Tenant
-from memory.principals import Principal
 
 SLUG = "demo"
 PEOPLE: list[tuple[str, str, list[str]]] = [

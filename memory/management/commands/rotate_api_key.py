@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.errors import Conflict
+from core.errors import Conflict
 from memory.models import ApiKey
 from memory.people import api_key_rotate
 

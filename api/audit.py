@@ -9,13 +9,13 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.base import MemgovAPIView
 from audit.models import AuditEvent
 from audit.selectors import audit_events, audit_verify
-from memory.errors import InvalidContent
+from core.errors import InvalidContent
+from core.principals import Principal
 from memory.pagination import paginate
-from memory.principals import Principal
 from memory.serializers import ZonedDateTimeField, iso
-from memory.views_base import MemgovAPIView
 
 AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
 

@@ -12,12 +12,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import dashboard_view, page_context
-from approvals.forms import BrowseForm, TimeTravelForm
 from core.authority import Authority
-from memory.errors import NotFound
+from core.errors import NotFound
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from dashboard.forms import BrowseForm, TimeTravelForm
 from memory.models import Entity, MemoryVersion
-from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.selectors import MemoryFilters, access_entity, memory_heads, versions_with_details
 from memory.serializers import checks_summary

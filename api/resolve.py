@@ -9,19 +9,19 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.base import MemgovAPIView
+from api.memory import _ANY_OBJECT, _valid
+from api.openapi import PolicyOut, PublishedPolicyOut, ResolutionOut, RevalidationStartedOut
 from approvals.models import Revalidation
 from approvals.revalidation import (
     may_see_flagged,
     policy_publish_and_revalidate,
     revalidation_request,
 )
+from core.errors import NotFound
 from memory import resolution, selectors
-from memory.api import _ANY_OBJECT, _valid
-from memory.errors import NotFound
-from memory.openapi import PolicyOut, PublishedPolicyOut, ResolutionOut, RevalidationStartedOut
 from memory.serializers import ZonedDateTimeField, iso
 from memory.tasks_view import task_record
-from memory.views_base import MemgovAPIView
 
 
 class ResolveInput(serializers.Serializer[Any]):

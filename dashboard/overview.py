@@ -13,12 +13,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import dashboard_view, page_context
-from approvals.dashboard.charts import BarChart, bar_chart
 from approvals.models import Approval, CheckResult
 from core.authority import Authority
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from dashboard.charts import BarChart, bar_chart
 from memory.models import MemoryVersion, Status
-from memory.principals import Principal
 
 DAYS = 14
 AGE_BUCKETS: tuple[tuple[str, timedelta], ...] = (

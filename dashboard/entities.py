@@ -13,18 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from approvals import services
-from approvals.dashboard.access import (
-    dashboard_memory,
-    dashboard_view,
-    error_page,
-    page_context,
-)
-from approvals.dashboard.browse import entity_choices
-from approvals.forms import LinkSubjectForm
 from core.authority import Authority
-from memory.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
+from core.principals import Principal
+from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
+from dashboard.browse import entity_choices
+from dashboard.forms import LinkSubjectForm
 from memory.models import Entity, MemoryVersion, Status
-from memory.principals import Principal
 from memory.selectors import entity_match
 
 ENTITY_PAGE = 200

@@ -20,22 +20,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from approvals import forms as dashboard_forms
 from approvals import services
-from approvals.dashboard.access import (
-    dashboard_memory,
-    dashboard_view,
-    error_page,
-    page_context,
-)
-from approvals.dashboard.history import lineage_timeline, version_diff
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer
-from memory.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
+from core.principals import Principal
+from dashboard import forms as dashboard_forms
+from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
+from dashboard.history import lineage_timeline, version_diff
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
-from memory.principals import Principal
 from memory.selectors import access_source, memory_versions
 from memory.serializers import checks_summary
 

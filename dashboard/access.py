@@ -21,9 +21,9 @@ from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.authority import Authority
-from memory.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
+from core.principals import Principal, principal_for_user
 from memory.models import MemoryItem, MemoryVersion
-from memory.principals import Principal, principal_for_user
 from memory.selectors import access_memory, memory_head
 
 P = ParamSpec("P")

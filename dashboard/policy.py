@@ -9,14 +9,14 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.dashboard.access import dashboard_view, page_context
-from approvals.forms import PolicyForm, RevalidateForm
 from approvals.models import Revalidation
 from approvals.revalidation import policy_publish_and_revalidate, revalidation_request
 from core.authority import has_tenant_permission, require_tenant_permission
-from memory.errors import DomainError, NotFound
+from core.errors import DomainError, NotFound
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from dashboard.forms import PolicyForm, RevalidateForm
 from memory.models import Policy
-from memory.principals import Principal
 from memory.selectors import current_policy
 from memory.services import MANAGE_POLICY_REFUSAL
 

@@ -10,10 +10,11 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.base import MemgovAPIView
+from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
+from core.errors import InvalidContent, NotFound
 from memory import selectors, services
-from memory.errors import InvalidContent, NotFound
 from memory.models import MemoryKind, Status
-from memory.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from memory.serializers import (
     AliasInput,
     CorrectionInput,
@@ -25,7 +26,6 @@ from memory.serializers import (
     memory_representation,
     source_representation,
 )
-from memory.views_base import MemgovAPIView
 
 # Responses are documented as JSON objects; their members are listed in API.md.
 _ANY_OBJECT = OpenApiTypes.OBJECT

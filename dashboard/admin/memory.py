@@ -13,9 +13,10 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from approvals import services as review
-from approvals.admin import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
+from core.errors import Conflict
+from core.principals import Principal
+from dashboard.admin.approvals import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
 from memory import people
-from memory.errors import Conflict
 from memory.models import (
     Alias,
     ApiKey,
@@ -32,7 +33,6 @@ from memory.models import (
     TaskFlag,
     Tenant,
 )
-from memory.principals import Principal
 from memory.selectors import access_memory, access_source
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from approvals.admin import ReadOnlyAdmin
 from audit.models import AuditChainHead, AuditEvent, RetrievalRecord, RetrievalUse
+from dashboard.admin.approvals import ReadOnlyAdmin
 
 
 @admin.register(AuditEvent)

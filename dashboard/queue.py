@@ -11,10 +11,10 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from approvals.dashboard.access import dashboard_view, page_context
 from core.authority import Authority
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
 from memory.models import MemoryVersion, Status
-from memory.principals import Principal
 from memory.selectors import versions_with_details
 from memory.serializers import checks_summary
 

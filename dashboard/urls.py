@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from approvals.dashboard import audit_log, browse, entities, item, overview, policy, queue
+from dashboard import audit_log, browse, entities, item, overview, policy, queue
 
 app_name = "dashboard"
 

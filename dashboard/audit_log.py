@@ -7,11 +7,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.dashboard.access import dashboard_view, page_context
-from approvals.forms import AuditFilterForm
-from audit.api import require_view_audit
+from api.audit import require_view_audit
 from audit.selectors import ChainVerification, audit_events, audit_verify
-from memory.principals import Principal
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from dashboard.forms import AuditFilterForm
 
 PAGE_SIZE = 100
 

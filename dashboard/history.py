@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from approvals.dashboard.charts import TimeScale
+from dashboard.charts import TimeScale
 from memory.models import MemoryVersion, Status
 
 TIMELINE_WIDTH = 720

@@ -10,13 +10,13 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.base import MemgovAPIView
+from api.memory import _ANY_OBJECT, _memory_response, _valid
+from api.openapi import CheckOut, MemoryOut, RetiredOut, SourceOut
 from approvals import services
 from approvals.models import CheckResult
 from memory import selectors
-from memory.api import _ANY_OBJECT, _memory_response, _valid
-from memory.openapi import CheckOut, MemoryOut, RetiredOut, SourceOut
 from memory.serializers import LabelListField, ScenarioInput, iso, source_representation
-from memory.views_base import MemgovAPIView
 
 
 class CommentInput(serializers.Serializer[Any]):

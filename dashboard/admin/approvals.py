@@ -27,8 +27,8 @@ from approvals.models import (
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
-from memory.errors import DomainError
-from memory.principals import Principal, principal_for_user
+from core.errors import DomainError
+from core.principals import Principal, principal_for_user
 
 M = TypeVar("M", bound=Model)
 

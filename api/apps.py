@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class ApiConfig(AppConfig):
+    name = "api"
+
+    def ready(self) -> None:
+        import api.schema  # noqa: F401 - registers the OpenAPI auth extension

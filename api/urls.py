@@ -1,0 +1,37 @@
+"""The REST API under /api/v1/ (API.md): one view per operation, thin over services and
+selectors."""
+
+from django.urls import path
+
+from api import audit, memory, resolve, review
+
+urlpatterns = [
+    path("sources", memory.SourceCollectionView.as_view()),
+    path("sources/<str:source_id>", memory.SourceDetailView.as_view()),
+    path("entities", memory.EntityCollectionView.as_view()),
+    path("entities/match", memory.EntityMatchView.as_view()),
+    path("entities/<str:entity_id>", memory.EntityDetailView.as_view()),
+    path("entities/<str:entity_id>/aliases", memory.EntityAliasView.as_view()),
+    path("memories", memory.MemoryCollectionView.as_view()),
+    path("memories/<str:memory_id>", memory.MemoryDetailView.as_view()),
+    path("memories/<str:memory_id>/versions", memory.MemoryVersionsView.as_view()),
+    path(
+        "memories/<str:memory_id>/versions/<int:number>", memory.MemoryVersionDetailView.as_view()
+    ),
+    path("resolve", resolve.ResolveView.as_view()),
+    path("tasks/<str:task_id>", resolve.TaskView.as_view()),
+    path("policy", resolve.PolicyView.as_view()),
+    path("policy/revalidate", resolve.RevalidateView.as_view()),
+    path("revalidations/<str:job_id>", resolve.RevalidationView.as_view()),
+    path("memories/<str:memory_id>/approve", review.ApproveView.as_view()),
+    path("memories/<str:memory_id>/reject", review.RejectView.as_view()),
+    path("memories/<str:memory_id>/retire", review.RetireView.as_view()),
+    path("memories/<str:memory_id>/recheck", review.RecheckView.as_view()),
+    path("memories/<str:memory_id>/scenarios", review.ScenariosView.as_view()),
+    path("memories/<str:memory_id>/checks", review.ChecksView.as_view()),
+    path("memories/<str:memory_id>/link-subject", review.LinkSubjectView.as_view()),
+    path("sources/<str:source_id>/revoke", review.SourceRevokeView.as_view()),
+    path("sources/<str:source_id>/visibility", review.SourceVisibilityView.as_view()),
+    path("audit", audit.AuditListView.as_view()),
+    path("audit/verify", audit.AuditVerifyView.as_view()),
+]
