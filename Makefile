@@ -41,6 +41,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	SECRET_KEY=lint-only-secret $(BIN)/mypy .
+	$(BIN)/lint-imports
+	$(BIN)/python scripts/check_import_cycles.py
 
 # Schemathesis against a live server with agent and reviewer keys (scripts/fuzz.py).
 fuzz: $(STAMP)

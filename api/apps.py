@@ -5,4 +5,5 @@ class ApiConfig(AppConfig):
     name = "api"
 
     def ready(self) -> None:
-        import api.schema  # noqa: F401 - registers the OpenAPI auth extension
+        # Imported here: registers the OpenAPI auth extension.
+        import api.schema  # noqa: F401, PLC0415

@@ -11,19 +11,10 @@ from rest_framework.response import Response
 
 from api.base import MemgovAPIView
 from audit.models import AuditEvent
-from audit.selectors import audit_events, audit_verify
+from audit.selectors import audit_events, audit_verify, require_view_audit
 from core.errors import InvalidContent
-from core.principals import Principal
 from memory.pagination import paginate
 from memory.serializers import ZonedDateTimeField, iso
-
-AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
-
-
-def require_view_audit(principal: Principal) -> None:
-    from core.authority import require_tenant_permission
-
-    require_tenant_permission(principal, "view_audit", AUDIT_REFUSAL)
 
 
 def event_representation(event: AuditEvent) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from core.errors import InvalidContent, NotFound
 from memory import selectors, services
 from memory.models import MemoryKind, Status
+from memory.pagination import paginate
 from memory.serializers import (
     AliasInput,
     CorrectionInput,
@@ -143,8 +144,6 @@ class MemoryCollectionView(MemgovAPIView):
         parameters=_LIST_PARAMS, responses={200: MemoryPageOut}, operation_id="memory_list"
     )
     def get(self, request: Request) -> Response:
-        from memory.pagination import paginate
-
         principal = self.principal()
         heads = selectors.memory_heads(principal, _memory_filters(request))
         return Response(

@@ -18,11 +18,12 @@ class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Register the tasks with the Celery app in every process (web too), so that an
+        # Imported in ready(): these modules use models, which are loaded only now. The
+        # tasks are registered with the Celery app in every process (web too), so that an
         # outbox row can be handed to its task by name.
-        import approvals.tasks  # noqa: F401
-        from config.celery import prepare_embedded_broker
-        from core.outbox import outbox_handle
+        import approvals.tasks  # noqa: F401, PLC0415
+        from config.celery import prepare_embedded_broker  # noqa: PLC0415
+        from core.outbox import outbox_handle  # noqa: PLC0415
 
         for kind, task_name in OUTBOX_HANDLERS.items():
             outbox_handle(kind, task_name)

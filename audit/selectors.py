@@ -9,7 +9,16 @@ from django.db.models import QuerySet
 
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditChainHead, AuditEvent
+from core.authority import require_tenant_permission
+from core.principals import Principal
 from memory.models import Tenant
+
+AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
+
+
+def require_view_audit(principal: Principal) -> None:
+    """The audit trail is for auditors: people holding ``view_audit`` on the tenant."""
+    require_tenant_permission(principal, "view_audit", AUDIT_REFUSAL)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from celery import Celery
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -15,12 +17,8 @@ app.autodiscover_tasks()
 
 def prepare_embedded_broker() -> None:
     """The filesystem transport (``make run`` without Redis) needs its folders."""
-    from django.conf import settings
-
     if not str(settings.CELERY_BROKER_URL).startswith("filesystem://"):
         return
-    from pathlib import Path
-
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key])).mkdir(parents=True, exist_ok=True)
 

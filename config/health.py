@@ -32,7 +32,8 @@ def _cache_ok() -> bool:
 
 
 def _broker_ok() -> bool:
-    from config.celery import app
+    # Imported here: the Celery app imports this module's siblings at start.
+    from config.celery import app  # noqa: PLC0415
 
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, timeout=1)
@@ -65,7 +66,8 @@ class HostAgnosticHealthMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
-        from config.metrics import metrics_view
+        # Imported here: metrics reads models; middleware loads before the app registry.
+        from config.metrics import metrics_view  # noqa: PLC0415
 
         self.views: dict[str, Callable[[HttpRequest], HttpResponse]] = {
             "/healthz": healthz,

@@ -34,6 +34,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
+from redis import Redis
 
 SENT_AT_HEADER = "memgov_sent_at"
 
@@ -89,8 +90,6 @@ def _queued_messages() -> list[bytes]:
         folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
         files = sorted(folder.glob("*.msg"), key=lambda p: p.stat().st_mtime)
         return [p.read_bytes() for p in files]
-    from redis import Redis
-
     client = Redis.from_url(broker, socket_timeout=1, socket_connect_timeout=1)
     try:
         # kombu pushes on the left and pops on the right: the oldest is the last.
@@ -135,7 +134,8 @@ class LiveCollector(Collector):
         yield age
 
     def _reviews(self) -> Iterator[GaugeMetricFamily]:
-        from memory.models import MemoryKind, MemoryVersion, Status
+        # Imported here: scrape time only: config.celery imports this before apps load.
+        from memory.models import MemoryKind, MemoryVersion, Status  # noqa: PLC0415
 
         count = GaugeMetricFamily(
             "memgov_pending_reviews", "Versions waiting for review, by kind.", labels=["kind"]

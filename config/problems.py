@@ -11,6 +11,7 @@ from http import HTTPStatus
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.views import defaults as html_views
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -114,25 +115,19 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if not _wants_problem(request):
-        from django.views.defaults import permission_denied as html_denied
-
-        return html_denied(request, exception or Exception())
+        return html_views.permission_denied(request, exception or Exception())
     return problem_response(403, str(exception) or "You are not allowed to do this.")
 
 
 def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if not _wants_problem(request):
-        from django.views.defaults import page_not_found as html_not_found
-
-        return html_not_found(request, exception or Exception())
+        return html_views.page_not_found(request, exception or Exception())
     return problem_response(404, "Not found.")
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if not _wants_problem(request):
-        from django.views.defaults import server_error as html_error
-
-        return html_error(request)
+        return html_views.server_error(request)
     return problem_response(500, "Internal error; it has been logged.")
 
 

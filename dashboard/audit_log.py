@@ -7,8 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from api.audit import require_view_audit
-from audit.selectors import ChainVerification, audit_events, audit_verify
+from audit.selectors import ChainVerification, audit_events, audit_verify, require_view_audit
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.forms import AuditFilterForm

@@ -39,6 +39,7 @@ def on_starting(server: Any) -> None:
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    from prometheus_client import multiprocess
+    # Imported here: gunicorn hook runs in the worker, after fork.
+    from prometheus_client import multiprocess  # noqa: PLC0415
 
     multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]  # untyped lib

@@ -9,6 +9,7 @@ from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
 from core.principals import Principal, principal_for_key, principal_for_user
+from memory import cache
 from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
@@ -110,8 +111,6 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
     def allow_request(self, request: Request, view: APIView) -> bool:
-        from memory import cache
-
         if not settings.REDIS_URL:
             return super().allow_request(request, view)
         if not cache.redis_usable():

@@ -45,6 +45,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from django_redis import get_redis_connection
 from redis.exceptions import RedisError
 
 import config.metrics as metrics
@@ -124,8 +125,6 @@ def _fresh_start() -> int:
 
 
 def _redis() -> Any:
-    from django_redis import get_redis_connection
-
     return get_redis_connection("default")
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
+from core.authority import require_tenant_permission
 from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
 from core.principals import Principal
@@ -37,6 +38,7 @@ from memory.models import (
     Tenant,
 )
 from memory.resolver import Policy as ResolverPolicy
+from memory.resolver import PolicyError, check_publishable
 
 _UNSET: Any = object()
 
@@ -535,9 +537,6 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
 
 def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
     """Record a new policy version inside the caller's transaction, audited."""
-    from core.authority import require_tenant_permission
-    from memory.resolver import PolicyError, check_publishable
-
     require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
     try:
         checked = ResolverPolicy.from_precedence("new", precedence)
