@@ -8,15 +8,6 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
-TEMPLATES = (
-    "pending_review",
-    "pending_digest",
-    "checks_failed",
-    "retired",
-    "expiry_warning",
-    "revalidation_failed",
-)
-
 
 def render(name: str, context: dict[str, Any]) -> tuple[str, str, str]:
     full = {"site_url": settings.SITE_URL, **context}

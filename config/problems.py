@@ -51,16 +51,6 @@ class Problem(exceptions.APIException):
         self.extra = extra
 
 
-class Unprocessable(Problem):
-    """422: the request parsed but its content breaks a rule; ``errors`` names the fields."""
-
-    def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:
-        first = next(iter(errors), "request")
-        super().__init__(
-            422, detail or f"Invalid content: {first}: {errors.get(first, [''])[0]}", errors=errors
-        )
-
-
 def _flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
     """DRF nests serializer errors; the contract wants ``{"field": ["message"]}``."""
     if isinstance(data, dict):

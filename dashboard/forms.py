@@ -32,10 +32,6 @@ def parse_context(text: str) -> dict[str, str]:
     return result
 
 
-def format_context(mapping: dict[str, str]) -> str:
-    return ", ".join(f"{dim}={value}" for dim, value in mapping.items())
-
-
 class ContextField(forms.CharField):
     """A scope or context typed as ``dim=value, dim=value``."""
 

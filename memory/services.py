@@ -40,8 +40,6 @@ from memory.models import (
 from memory.resolver import Policy as ResolverPolicy
 from memory.resolver import PolicyError, check_publishable
 
-_UNSET: Any = object()
-
 
 def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tenant:
     with transaction.atomic(durable=True):
