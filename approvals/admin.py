@@ -16,12 +16,9 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from approvals.models import (
-    Approval,
-    CheckResult,
-    Notification,
+from approvals.models import Approval, CheckResult, Notification, Revalidation
+from core.models import (
     Outbox,
-    Revalidation,
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
     TenantGroupObjectPermission,

@@ -13,9 +13,8 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit.models import RetrievalUse
 from memory import cache
-from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status, TaskFlag
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
 from memory.services import version_transition
 
 IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)

@@ -23,7 +23,8 @@ from approvals.models import CheckResult, Revalidation
 from approvals.outbox import outbox_write
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
-from memory.models import MemoryItem, MemoryVersion, Policy, Status, Tenant
+from core.models import Tenant
+from memory.models import MemoryItem, MemoryVersion, Policy, Status
 from memory.principals import Principal
 from memory.selectors import current_policy
 from memory.services import MANAGE_POLICY_REFUSAL, policy_record, version_transition

@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.contrib import admin
 
 from approvals.admin import ReadOnlyAdmin
-from audit.models import AuditChainHead, AuditEvent, RetrievalRecord, RetrievalUse
+from audit.models import AuditChainHead, AuditEvent
+from memory.models import RetrievalRecord, RetrievalUse
 
 
 @admin.register(AuditEvent)

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditChainHead, AuditEvent
-from memory.models import Tenant
+from core.models import Tenant
 
 
 @dataclass(frozen=True)

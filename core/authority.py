@@ -19,16 +19,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db.models import Q
 
-# The guardian permission models live in ``approvals`` until the layering refactor moves
-# them here; this module is their only reader.
-from approvals.models import (
+# The guardian permission models: this module is their only reader.
+from core.models import (
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
+    Tenant,
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
 from memory.errors import Forbidden
-from memory.models import MemoryKind, MemoryVersion, Tenant
+from memory.models import MemoryKind, MemoryVersion
 from memory.principals import Principal, principal_for_user
 from memory.rules import TENANT_WIDE
 from memory.selectors import version_visible

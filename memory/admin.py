@@ -14,23 +14,18 @@ from django.template.response import TemplateResponse
 
 from approvals import services as review
 from approvals.admin import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
+from core.models import ApiKey, CacheGeneration, IdempotencyRecord, Membership, ScopeValue, Tenant
 from memory import people
 from memory.errors import Conflict
 from memory.models import (
     Alias,
-    ApiKey,
-    CacheGeneration,
     Entity,
-    IdempotencyRecord,
-    Membership,
     MemoryItem,
     MemoryVersion,
     Policy,
     Scenario,
-    ScopeValue,
     Source,
     TaskFlag,
-    Tenant,
 )
 from memory.principals import Principal
 from memory.selectors import access_memory, access_source

@@ -49,7 +49,7 @@ from redis.exceptions import RedisError
 
 from audit.chain import canonical_json
 from config import metrics
-from memory.models import CacheGeneration
+from core.models import CacheGeneration
 from memory.principals import Principal
 from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.serializers import iso

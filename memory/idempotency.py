@@ -14,8 +14,8 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.models import IdempotencyRecord
 from memory.errors import Conflict, InvalidContent
-from memory.models import IdempotencyRecord
 from memory.principals import Principal
 
 HEADER = "Idempotency-Key"

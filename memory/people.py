@@ -12,9 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_append
+from core.models import ApiKey, Membership
 from memory.errors import Conflict
 from memory.keys import generate_key, hash_key
-from memory.models import ApiKey, Membership
 
 
 def _set_active(*, user: User, active: bool, actor: str) -> User:

@@ -14,10 +14,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from audit.models import RetrievalRecord, RetrievalUse
 from config import metrics
 from memory import resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
+from memory.models import RetrievalRecord, RetrievalUse
 from memory.principals import Principal
 from memory.selectors import current_policy, require_subject, resolver_policy
 from memory.serializers import iso

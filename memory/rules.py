@@ -16,8 +16,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from audit.chain import canonical_json
+from core.models import Tenant
 from memory.errors import InvalidContent
-from memory.models import Entity, MemoryKind, Source, Tenant
+from memory.models import Entity, MemoryKind, Source
 from memory.principals import Principal, can_see
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")

@@ -11,8 +11,9 @@ from django.db.models import F, OuterRef, Prefetch, Q, QuerySet, Subquery, TextF
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
+from core.models import Tenant
 from memory.errors import NotFound
-from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status, Tenant
+from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status
 from memory.principals import Principal, can_see
 from memory.resolver import Policy as ResolverPolicy
 

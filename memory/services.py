@@ -15,23 +15,20 @@ from django.utils import timezone
 from audit.chain import digest
 from audit.services import audit_append
 from config.inputs import strict_int
+from core.models import ApiKey, Membership, ScopeValue, Tenant
 from memory import cache, rules
 from memory.errors import Conflict, InvalidContent, PreconditionRequired
 from memory.keys import generate_key, hash_key
 from memory.models import (
     Alias,
-    ApiKey,
     Entity,
-    Membership,
     MemoryItem,
     MemoryKind,
     MemoryVersion,
     Policy,
     Scenario,
-    ScopeValue,
     Source,
     Status,
-    Tenant,
 )
 from memory.principals import Principal
 from memory.resolver import Policy as ResolverPolicy

@@ -23,8 +23,8 @@ from rest_framework.test import APIClient
 
 from approvals.permissions import permission_grant
 from config.celery import app as celery_app
+from core.models import Tenant
 from memory import services
-from memory.models import Tenant
 from memory.principals import Principal
 
 ALL_PERMISSIONS = [

@@ -12,9 +12,10 @@ from django.core import mail
 from kombu.exceptions import OperationalError
 
 from approvals import checking, outbox, revalidation
-from approvals.models import CheckResult, Outbox, Revalidation
+from approvals.models import CheckResult, Revalidation
 from audit.models import AuditEvent
 from config.celery import app as celery_app
+from core.models import Outbox
 from memory import cache
 from memory.models import Policy
 from memory.services import tenant_update_settings

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
+from core.models import ApiKey
 from memory import cache, keys, services
 from memory.auth import PrincipalRateThrottle
-from memory.models import ApiKey
 from memory.principals import Principal
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port

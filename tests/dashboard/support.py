@@ -16,8 +16,9 @@ from django.core.management import call_command
 from django.test import Client
 
 from approvals.permissions import permission_grant
+from core.models import Tenant
 from memory import services
-from memory.models import MemoryItem, Tenant
+from memory.models import MemoryItem
 from memory.principals import Principal, principal_for_user
 
 DEMO_PASSWORD = "{}-demo-pass"

@@ -9,8 +9,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from approvals.services import memory_retire
+from core.models import ApiKey
 from memory import services
-from memory.models import ApiKey, MemoryItem, MemoryVersion
+from memory.models import MemoryItem, MemoryVersion
 from memory.principals import Principal
 from tests.resolve.conftest import Story, outcomes, resolve, winners
 

@@ -12,8 +12,8 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from approvals.permissions import permission_grant
+from core.models import ApiKey, Tenant
 from memory import services
-from memory.models import ApiKey, Tenant
 from memory.principals import Principal
 
 SLUG = "demo"

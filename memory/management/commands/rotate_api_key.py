@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.models import ApiKey
 from memory.errors import Conflict
-from memory.models import ApiKey
 from memory.people import api_key_rotate
 
 
