@@ -8,10 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.models import IdempotencyRecord
 from core.principals import Principal
 from memory import idempotency
 from memory.auth import get_principal
-from memory.models import IdempotencyRecord
 
 
 class MemgovAPIView(APIView):

@@ -27,9 +27,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from audit.chain import digest
+from core.models import ScopeValue
 from memory import resolver, rules
 from memory.candidates import CandidateRequest, load_candidates
-from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, ScopeValue, Source, Status
+from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
 
 ONE_DAY = timedelta(days=1)

@@ -1,29 +1,13 @@
-"""Review decisions, scenario check results, re-validation jobs and object permissions."""
+"""Review decisions, scenario check results, re-validation jobs and notifications."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
-from memory.ids import new_revalidation_id
-from memory.models import MemoryVersion, ScopeValue, Tenant
-
-
-class TenantUserObjectPermission(UserObjectPermissionBase):
-    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-
-
-class TenantGroupObjectPermission(GroupObjectPermissionBase):
-    content_object = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-
-
-class ScopeValueUserObjectPermission(UserObjectPermissionBase):
-    content_object = models.ForeignKey(ScopeValue, on_delete=models.CASCADE)
-
-
-class ScopeValueGroupObjectPermission(GroupObjectPermissionBase):
-    content_object = models.ForeignKey(ScopeValue, on_delete=models.CASCADE)
+from core.ids import new_revalidation_id
+from core.models import Tenant
+from memory.models import MemoryVersion
 
 
 class Approval(models.Model):
@@ -129,31 +113,3 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.recipient}"
-
-
-class Outbox(models.Model):
-    """A side effect recorded in the transaction of the write that causes it, dispatched
-    after commit; the sweeper re-dispatches rows a broker outage left behind (DESIGN.md,
-    Side effects after commit). ``kind`` names a handler in ``core.outbox``."""
-
-    kind = models.CharField(max_length=64)
-    payload = models.JSONField(default=dict)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, null=True, blank=True)
-    created_at = models.DateTimeField()
-    claimed_until = models.DateTimeField(null=True, blank=True)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [
-            models.Index(
-                fields=["created_at"],
-                condition=models.Q(dispatched_at__isnull=True),
-                name="outbox_undispatched",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} #{self.pk}"

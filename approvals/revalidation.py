@@ -22,11 +22,12 @@ from approvals.checking import ACTOR
 from approvals.models import CheckResult, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
+from core.models import Tenant
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory.effects import REVALIDATION_FAILURES
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
-from memory.models import MemoryItem, MemoryVersion, Policy, Status, Tenant
+from memory.models import MemoryItem, MemoryVersion, Policy, Status
 from memory.selectors import current_policy
 from memory.services import MANAGE_POLICY_REFUSAL, policy_record
 

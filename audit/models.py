@@ -1,11 +1,10 @@
-"""The tamper-evident audit chain and the retrieval log (kept apart: different volume)."""
+"""The tamper-evident audit chain (the retrieval log lives in ``memory``)."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from memory.ids import new_retrieval_id
-from memory.models import MemoryItem, Tenant
+from core.models import Tenant
 
 
 class AuditChainHead(models.Model):
@@ -45,38 +44,3 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.action} {self.target_id}"
-
-
-class RetrievalRecord(models.Model):
-    """What a resolve with a ``task_id`` returned: the basis for re-verification."""
-
-    id = models.CharField(primary_key=True, max_length=40, default=new_retrieval_id, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
-    task_id = models.CharField(max_length=200)
-    principal = models.CharField(max_length=150)
-    policy_version = models.CharField(max_length=20)
-    context = models.JSONField(default=dict)
-    retrieved_at = models.DateTimeField()
-
-    class Meta:
-        indexes = [models.Index(fields=["tenant", "task_id"], name="retrieval_task")]
-
-    def __str__(self) -> str:
-        return self.id
-
-
-class RetrievalUse(models.Model):
-    """One version a retrieval used; indexed by item to find the tasks to flag on retire."""
-
-    retrieval = models.ForeignKey(RetrievalRecord, on_delete=models.CASCADE, related_name="uses")
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
-    task_id = models.CharField(max_length=200)
-    item = models.ForeignKey(MemoryItem, on_delete=models.PROTECT)
-    version_number = models.PositiveIntegerField()
-    field = models.CharField(max_length=100)
-
-    class Meta:
-        indexes = [models.Index(fields=["tenant", "item"], name="retrievaluse_item")]
-
-    def __str__(self) -> str:
-        return f"{self.task_id} used {self.item_id} v{self.version_number}"

@@ -10,8 +10,8 @@ from django.db.models import QuerySet
 from audit.chain import GENESIS_HASH, event_hash
 from audit.models import AuditChainHead, AuditEvent
 from core.authority import require_tenant_permission
+from core.models import Tenant
 from core.principals import Principal
-from memory.models import Tenant
 
 AUDIT_REFUSAL = "Reading the audit trail needs the view_audit permission."
 

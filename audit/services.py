@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from audit.chain import event_hash
 from audit.models import AuditChainHead, AuditEvent
-from memory.models import Tenant
+from core.models import Tenant
 
 
 def audit_append(

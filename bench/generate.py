@@ -250,8 +250,8 @@ class Tenants:
 
 
 def _tenants(versions: int, seed: int) -> Tenants:
+    from core.models import Tenant
     from memory import services
-    from memory.models import Tenant
 
     ids, owners = [], []
     for t in range(TENANTS):
@@ -465,8 +465,9 @@ def info(probes: int) -> dict[str, Any]:
     from django.db import connection
     from django.db.models import Count, Q
 
+    from core.models import Tenant
     from memory import services
-    from memory.models import Entity, MemoryVersion, Tenant
+    from memory.models import Entity, MemoryVersion
 
     if "memory_tenant" not in connection.introspection.table_names():
         return {"generator": None}
@@ -502,8 +503,8 @@ def explain(subject: str, index: int) -> str:
     """EXPLAIN (ANALYZE, BUFFERS) of the exact queryset resolve runs for a probe subject."""
     from django.utils import timezone
 
+    from core.models import Tenant
     from memory.candidates import CandidateRequest, candidate_queryset
-    from memory.models import Tenant
 
     tenant = Tenant.objects.get(slug=PROBE_TENANT)
     request = CandidateRequest(

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "guardian",
     "django_htmx",
+    "core",
     "memory",
     "approvals",
     "audit",

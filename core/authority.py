@@ -20,15 +20,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db.models import Q
 
-from approvals.models import (
+from core.errors import Forbidden
+
+# The guardian permission models: this module is their only reader.
+from core.models import (
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
+    Tenant,
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
-from core.errors import Forbidden
 from core.principals import Principal, can_see, principal_for_user
-from memory.models import Tenant
 
 
 class Governed(Protocol):

@@ -22,8 +22,7 @@ from django.utils import timezone
 from kombu.exceptions import KombuError
 from redis.exceptions import RedisError
 
-from approvals.models import Outbox
-from memory.models import Tenant
+from core.models import Outbox, Tenant
 
 logger = logging.getLogger(__name__)
 

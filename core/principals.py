@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory.models import ApiKey, Tenant
+from core.models import ApiKey, Tenant
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -50,7 +50,7 @@ from redis.exceptions import RedisError
 
 import config.metrics as metrics
 from audit.chain import canonical_json
-from memory.models import CacheGeneration
+from core.models import CacheGeneration
 
 logger = logging.getLogger(__name__)
 # What an unreachable or failing Redis raises; anything else is a bug and propagates.

@@ -9,7 +9,7 @@ from django.db import transaction
 from guardian.shortcuts import assign_perm
 
 from audit.services import audit_append
-from memory.models import REVIEW_PERMISSIONS, ScopeValue, Tenant
+from core.models import REVIEW_PERMISSIONS, ScopeValue, Tenant
 
 
 def permission_grant(
@@ -40,7 +40,7 @@ def permission_grant(
             target, _ = ScopeValue.objects.get_or_create(
                 tenant=tenant, dimension=dimension, value=value or ""
             )
-        assign_perm(f"memory.{codename}", holder, target)
+        assign_perm(f"core.{codename}", holder, target)
         audit_append(
             tenant=tenant,
             actor=actor,

@@ -15,8 +15,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.errors import Conflict, InvalidContent
+from core.models import IdempotencyRecord
 from core.principals import Principal
-from memory.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 IN_PROGRESS = 0

@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from memory.models import ApiKey, Tenant
+from core.models import ApiKey, Tenant
 
 KEY_PREFIX = "mg"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -16,11 +16,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.chain import digest
-from audit.models import RetrievalUse
 from audit.services import audit_append
 from memory import cache
 from memory.effects import after_checks_failed, after_retired
-from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status, TaskFlag
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
 
 IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)
 

@@ -1,4 +1,4 @@
-"""Tenants, principals, the three layers (source, memory item, resolution input) and policy.
+"""The three layers (source, memory item, resolution input), policy and the retrieval log.
 
 Versions are immutable; what changes is their ``status`` and system times, and only
 through ``memory.services`` / ``approvals.services`` transitions.
@@ -12,126 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from memory.ids import new_entity_id, new_memory_id, new_source_id
-
-TENANT_PERMISSIONS = (
-    ("review_task_fact", "Review task facts"),
-    ("review_enterprise_rule", "Review enterprise rules"),
-    ("approve_tenant_wide_rule", "Approve tenant-wide rules"),
-    ("retire_memory", "Retire memory and revoke sources"),
-    ("manage_policy", "Manage the resolution policy"),
-    ("view_audit", "View the audit trail"),
-)
-REVIEW_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
-
-
-class Tenant(models.Model):
-    class RevalidationFailure(models.TextChoices):
-        SUSPEND = "suspend"  # an item failing revalidation leaves use until rechecked
-        FLAG = "flag"  # it stays active; the job only lists it
-
-    slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200)
-    approvals_required = models.PositiveSmallIntegerField(
-        default=2, help_text="Distinct approvals an enterprise rule needs."
-    )
-    retention_days = models.PositiveIntegerField(null=True, blank=True)
-    revalidation_failure = models.CharField(
-        max_length=8,
-        choices=RevalidationFailure.choices,
-        default=RevalidationFailure.SUSPEND,
-        help_text="What happens to an active item that fails revalidation.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        permissions = TENANT_PERMISSIONS
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(revalidation_failure__in=["suspend", "flag"]),
-                name="tenant_revalidation_failure_valid",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return self.slug
-
-
-class Membership(models.Model):
-    """A person's place in one tenant, with the visibility labels that person holds."""
-
-    user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership"
-    )
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="memberships")
-    labels = models.JSONField(default=list, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.user} @ {self.tenant}"
-
-
-class ApiKey(models.Model):
-    class Principal(models.TextChoices):
-        AGENT = "agent"
-        USER = "user"
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
-    prefix = models.CharField(max_length=16, unique=True, help_text="Lookup part, not secret.")
-    key_hash = models.CharField(max_length=64, help_text="sha256 of the whole key.")
-    principal = models.CharField(max_length=8, choices=Principal.choices)
-    agent_name = models.CharField(max_length=100, blank=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
-    )
-    labels = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(
-        null=True, blank=True, help_text="Refused from this moment; empty: never expires."
-    )
-    lifetime = models.DurationField(
-        null=True, blank=True, help_text="How long the key lives; a rotation keeps it."
-    )
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                name="apikey_principal_has_identity",
-                condition=(Q(principal="agent") & ~Q(agent_name="") & Q(user__isnull=True))
-                | (Q(principal="user") & Q(user__isnull=False)),
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.principal_name})"
-
-    @property
-    def principal_name(self) -> str:
-        if self.principal == self.Principal.AGENT:
-            return f"agent:{self.agent_name}"
-        assert self.user is not None  # noqa: S101 - guaranteed by the check constraint
-        return f"user:{self.user.get_username()}"
-
-
-class ScopeValue(models.Model):
-    """A value seen for a scope dimension in a tenant: target of scoped review authority and
-    the source of sibling values for inapplicable scenario checks."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="scope_values")
-    dimension = models.CharField(max_length=32)
-    value = models.CharField(max_length=200)
-
-    class Meta:
-        permissions = TENANT_PERMISSIONS
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "dimension", "value"], name="scopevalue_unique"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.dimension}={self.value}"
+from core.ids import new_entity_id, new_memory_id, new_retrieval_id, new_source_id
+from core.models import Tenant
 
 
 class Entity(models.Model):
@@ -408,47 +290,6 @@ class Policy(models.Model):
         return f"{self.tenant} policy {self.version}"
 
 
-class IdempotencyRecord(models.Model):
-    """Keys are scoped per principal: another caller's key is never seen, not even as used."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    principal = models.CharField(max_length=150, default="")
-    key = models.CharField(max_length=200)
-    request_hash = models.CharField(max_length=64)
-    response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
-    response_headers = models.JSONField(default=dict)
-    created_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "principal", "key"], name="idempotency_unique_principal_key"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return self.key
-
-
-class CacheGeneration(models.Model):
-    """A counter per cached subject (and per tenant policy), bumped in the transaction of
-    every change that can alter an answer: a cached answer names the counters it was
-    computed under, so after the commit no node can read it, whatever Redis does."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    key = models.CharField(max_length=200)
-    value = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "key"], name="cache_generation_unique_key")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}"
-
-
 class TaskFlag(models.Model):
     """A task that used a version which later stopped being true: re-verify before acting."""
 
@@ -471,3 +312,40 @@ class TaskFlag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.item_id} {self.event}"
+
+
+class RetrievalRecord(models.Model):
+    """What a resolve with a ``task_id`` returned: the basis for re-verification."""
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_retrieval_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    task_id = models.CharField(max_length=200)
+    principal = models.CharField(max_length=150)
+    policy_version = models.CharField(max_length=20)
+    context = models.JSONField(default=dict)
+    retrieved_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "audit_retrievalrecord"
+        indexes = [models.Index(fields=["tenant", "task_id"], name="retrieval_task")]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class RetrievalUse(models.Model):
+    """One version a retrieval used; indexed by item to find the tasks to flag on retire."""
+
+    retrieval = models.ForeignKey(RetrievalRecord, on_delete=models.CASCADE, related_name="uses")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    task_id = models.CharField(max_length=200)
+    item = models.ForeignKey(MemoryItem, on_delete=models.PROTECT)
+    version_number = models.PositiveIntegerField()
+    field = models.CharField(max_length=100)
+
+    class Meta:
+        db_table = "audit_retrievaluse"
+        indexes = [models.Index(fields=["tenant", "item"], name="retrievaluse_item")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} used {self.item_id} v{self.version_number}"

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from audit.services import audit_append
 from core.errors import Conflict
+from core.models import ApiKey, Membership
 from memory.keys import generate_key, hash_key
-from memory.models import ApiKey, Membership
 
 
 def _set_active(*, user: User, active: bool, actor: str) -> User:

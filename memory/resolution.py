@@ -14,11 +14,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-import config.metrics as metrics
-from audit.models import RetrievalRecord, RetrievalUse
+from config import metrics
 from core.principals import Principal
 from memory import cache, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
+from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
 from memory.serializers import iso
 

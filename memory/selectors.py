@@ -14,8 +14,9 @@ from django.db.models.functions import Cast
 
 from core import authority
 from core.errors import NotFound
+from core.models import Tenant
 from core.principals import Principal, can_see
-from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status, Tenant
+from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status
 from memory.resolver import Policy as ResolverPolicy
 
 

@@ -17,6 +17,7 @@ from audit.services import audit_append
 from core.authority import require_tenant_permission
 from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
+from core.models import ApiKey, Membership, ScopeValue, Tenant
 from core.principals import Principal
 from memory import cache, rules
 from memory.effects import after_version_recorded
@@ -24,18 +25,14 @@ from memory.keys import generate_key, hash_key
 from memory.lifecycle import version_transition
 from memory.models import (
     Alias,
-    ApiKey,
     Entity,
-    Membership,
     MemoryItem,
     MemoryKind,
     MemoryVersion,
     Policy,
     Scenario,
-    ScopeValue,
     Source,
     Status,
-    Tenant,
 )
 from memory.resolver import Policy as ResolverPolicy
 from memory.resolver import PolicyError, check_publishable

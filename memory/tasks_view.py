@@ -6,9 +6,8 @@ from typing import Any
 
 from django.db.models import Prefetch
 
-from audit.models import RetrievalRecord, RetrievalUse
 from core.principals import Principal
-from memory.models import MemoryVersion, TaskFlag
+from memory.models import MemoryVersion, RetrievalRecord, RetrievalUse, TaskFlag
 from memory.selectors import version_visible
 from memory.serializers import iso
 

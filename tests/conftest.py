@@ -22,10 +22,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
+from core.models import Tenant
 from core.principals import Principal
 from memory import services
 from memory.grants import permission_grant
-from memory.models import Tenant
 
 ALL_PERMISSIONS = [
     "review_task_fact",

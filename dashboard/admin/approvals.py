@@ -16,18 +16,15 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from approvals.models import (
-    Approval,
-    CheckResult,
-    Notification,
+from approvals.models import Approval, CheckResult, Notification, Revalidation
+from core.errors import DomainError
+from core.models import (
     Outbox,
-    Revalidation,
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
-from core.errors import DomainError
 from core.principals import Principal, principal_for_user
 
 M = TypeVar("M", bound=Model)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from audit.models import AuditChainHead, AuditEvent, RetrievalRecord, RetrievalUse
+from audit.models import AuditChainHead, AuditEvent
 from dashboard.admin.approvals import ReadOnlyAdmin
+from memory.models import RetrievalRecord, RetrievalUse
 
 
 @admin.register(AuditEvent)

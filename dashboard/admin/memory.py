@@ -14,24 +14,19 @@ from django.template.response import TemplateResponse
 
 from approvals import services as review
 from core.errors import Conflict
+from core.models import ApiKey, CacheGeneration, IdempotencyRecord, Membership, ScopeValue, Tenant
 from core.principals import Principal
 from dashboard.admin.approvals import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
 from memory import people
 from memory.models import (
     Alias,
-    ApiKey,
-    CacheGeneration,
     Entity,
-    IdempotencyRecord,
-    Membership,
     MemoryItem,
     MemoryVersion,
     Policy,
     Scenario,
-    ScopeValue,
     Source,
     TaskFlag,
-    Tenant,
 )
 from memory.selectors import access_memory, access_source
 

@@ -11,7 +11,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
-from memory.models import IdempotencyRecord, MemoryItem, MemoryVersion, Source
+from core.models import IdempotencyRecord
+from memory.models import MemoryItem, MemoryVersion, Source
 from tests.conftest import iso, later
 
 PROBLEM = "application/problem+json"

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.models import IdempotencyRecord
+from core.models import IdempotencyRecord
 from tests.api.support import Written, assert_problem, create_entity, preference_body, record_source
 
 

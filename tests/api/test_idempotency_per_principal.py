@@ -4,7 +4,8 @@ the other used it."""
 
 from __future__ import annotations
 
-from memory.models import IdempotencyRecord, Source
+from core.models import IdempotencyRecord
+from memory.models import Source
 
 SOURCE = {"kind": "message", "content": "Deliver to 12 Elm Street."}
 

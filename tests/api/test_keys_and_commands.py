@@ -11,11 +11,18 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
 from rest_framework.test import APIClient
 
-from approvals.models import ScopeValueUserObjectPermission, TenantUserObjectPermission
 from audit.models import AuditEvent
 from core.authority import Authority
+from core.models import (
+    ApiKey,
+    Membership,
+    ScopeValue,
+    ScopeValueUserObjectPermission,
+    Tenant,
+    TenantUserObjectPermission,
+)
 from core.principals import Principal
-from memory.models import ApiKey, Membership, Policy, ScopeValue, Tenant
+from memory.models import Policy
 from tests.api.support import assert_problem, tamper
 
 
@@ -199,9 +206,9 @@ def test_guardian_sees_the_tenant_grant_as_an_object_permission(world):
     call_command("create_user", "ivan", tenant="acme", grant=["retire_memory"], stdout=StringIO())
 
     ivan = Membership.objects.get(user__username="ivan").user
-    assert ivan.has_perm("memory.retire_memory", world.tenant)
-    assert not ivan.has_perm("memory.retire_memory", world.other_tenant)
-    assert not ivan.has_perm("memory.retire_memory")  # object permission, never global
+    assert ivan.has_perm("core.retire_memory", world.tenant)
+    assert not ivan.has_perm("core.retire_memory", world.other_tenant)
+    assert not ivan.has_perm("core.retire_memory")  # object permission, never global
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 
 from approvals.models import Approval
 from audit.models import AuditEvent
+from core.models import ApiKey
 from memory import people
-from memory.models import ApiKey
 from tests.api.support import assert_problem
 from tests.approvals.support import Flow, head
 

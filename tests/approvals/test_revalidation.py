@@ -12,10 +12,11 @@ from django.core import mail
 from kombu.exceptions import OperationalError
 
 from approvals import checking, revalidation
-from approvals.models import CheckResult, Outbox, Revalidation
+from approvals.models import CheckResult, Revalidation
 from audit.models import AuditEvent
 from config.celery import app as celery_app
 from core import outbox
+from core.models import Outbox
 from memory import cache
 from memory.models import Policy
 from memory.services import tenant_update_settings

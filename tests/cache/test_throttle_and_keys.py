@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
+from core.models import ApiKey
 from core.principals import Principal
 from memory import cache, keys, services
 from memory.auth import PrincipalRateThrottle
-from memory.models import ApiKey
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
 from tests.conftest import needs

@@ -15,10 +15,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
+from core.models import Tenant
 from core.principals import Principal, principal_for_user
 from memory import services
 from memory.grants import permission_grant
-from memory.models import MemoryItem, Tenant
+from memory.models import MemoryItem
 
 DEMO_PASSWORD = "{}-demo-pass"
 

@@ -77,7 +77,7 @@ def test_the_user_form_does_not_edit_is_active(demo: Demo) -> None:
 
 
 def test_the_api_key_list_shows_last_use_and_expiry(demo: Demo) -> None:
-    page = _admin(demo, "rita").get(reverse("admin:memory_apikey_changelist"))
+    page = _admin(demo, "rita").get(reverse("admin:core_apikey_changelist"))
 
     body = page.content.decode()
     assert "Last used at" in body

@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from audit.models import AuditChainHead, AuditEvent
 from audit.selectors import audit_verify
 from audit.services import audit_append
-from memory.models import MemoryItem, MemoryVersion, Tenant
+from core.models import Tenant
+from memory.models import MemoryItem, MemoryVersion
 from tests.conftest import World, iso, later, needs
 
 pytestmark = [needs("postgres"), pytest.mark.django_db(transaction=True)]

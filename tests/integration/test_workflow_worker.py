@@ -28,9 +28,10 @@ from django.core import mail
 from django.db import connection
 
 from approvals import tasks
-from approvals.models import CheckResult, Outbox
+from approvals.models import CheckResult
 from audit.models import AuditEvent
 from config.celery import app as celery_app
+from core.models import Outbox
 from memory.models import Status
 from tests.approvals.support import Flow, head
 from tests.approvals.test_correction_goes_live import ORDER_A, address_fact, correct_with_new_record

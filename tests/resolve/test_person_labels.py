@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AuditEvent
+from core.models import ApiKey
 from memory import people
-from memory.models import ApiKey, MemoryVersion
+from memory.models import MemoryVersion
 from tests.conftest import World
 from tests.resolve.conftest import Story, resolve, winners
 

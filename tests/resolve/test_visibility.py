@@ -9,9 +9,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from approvals.services import memory_retire
+from core.models import ApiKey
 from core.principals import Principal
 from memory import services
-from memory.models import ApiKey, MemoryItem, MemoryVersion
+from memory.models import MemoryItem, MemoryVersion
 from tests.resolve.conftest import Story, outcomes, resolve, winners
 
 

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.selectors import audit_verify
-from memory.models import Tenant
+from core.models import Tenant
 
 
 class Command(BaseCommand):

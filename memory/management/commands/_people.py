@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.core.management.base import CommandError
 
-from memory.models import Tenant
+from core.models import Tenant
 
 
 def member(username: str, tenant_slug: str) -> User:

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.models import Tenant
+from core.models import Tenant
 from memory.services import api_key_create
 
 LIFETIME_RE = re.compile(r"^(?P<count>[1-9][0-9]{0,5})(?P<unit>[dh])$")

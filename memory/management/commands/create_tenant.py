@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.models import Tenant
+from core.models import Tenant
 from memory.services import tenant_create, tenant_update_settings
 
 

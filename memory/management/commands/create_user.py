@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from core.models import REVIEW_PERMISSIONS, Tenant
 from memory.grants import permission_grant
-from memory.models import REVIEW_PERMISSIONS, Tenant
 from memory.services import user_create
 
 GRANT_RE = re.compile(r"^(?P<perm>[a-z_]+)(?:@(?P<dim>[a-z][a-z0-9_]{0,31})=(?P<value>.+))?$")

@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from core.models import ApiKey, Tenant
 from core.principals import Principal
 from memory import services
 from memory.grants import permission_grant
-from memory.models import ApiKey, Tenant
 
 SLUG = "demo"
 PEOPLE: list[tuple[str, str, list[str]]] = [

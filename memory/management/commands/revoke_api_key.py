@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.models import ApiKey
+from core.models import ApiKey
 from memory.services import api_key_revoke
 
 

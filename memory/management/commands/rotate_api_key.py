@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import Conflict
-from memory.models import ApiKey
+from core.models import ApiKey
 from memory.people import api_key_rotate
 
 
