@@ -354,7 +354,6 @@ def _version_row(
         "value": json.dumps(v.value),
         "statement": f"{lineage.field} is {v.value}",
         "scope": json.dumps(scope),
-        "specificity": 0 if scope == {"tenant": "*"} else len(scope),
         "owner_id": owner,
         "proposed_by": "agent:bench",
         "proposer_user_id": None,

@@ -161,7 +161,6 @@ class MemoryVersion(models.Model):
     value = models.JSONField(null=True)
     statement = models.TextField()
     scope = models.JSONField(default=dict)
-    specificity = models.PositiveSmallIntegerField(default=0)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     proposed_by = models.CharField(max_length=150)
     proposer_user = models.ForeignKey(

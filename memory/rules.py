@@ -142,10 +142,6 @@ def find_reviewers(tenant: Tenant, kind: str, usernames: Sequence[str], errors: 
             errors.add("required_reviewers", f"no user {name!r} in this tenant")
 
 
-def specificity(scope: Mapping[str, str]) -> int:
-    return 0 if dict(scope) == TENANT_WIDE else len(scope)
-
-
 def verification_on_approval(version: MemoryVersion) -> str:
     """Approval confirms a claim; approval backed by a business record verifies it."""
     has_record = version.sources.filter(kind=Source.Kind.BUSINESS_RECORD).exists()

@@ -331,7 +331,6 @@ def _create_version(
         value=content.value,
         statement=content.statement,
         scope=content.scope,
-        specificity=rules.specificity(content.scope),
         owner=content.owner,
         proposed_by=principal.name,
         proposer_user=principal.user,

@@ -191,7 +191,7 @@ def test_an_older_preference_stored_with_a_business_scope_never_outranks_the_rul
         expires_at=None,
     )
     MemoryVersion.objects.filter(pk=smuggled.pk).update(
-        scope=EXACT, specificity=3, status="active", activated_at=timezone.now()
+        scope=EXACT, status="active", activated_at=timezone.now()
     )
 
     body = resolve(world.client("agent"), subject=purchasing, context=EXACT, explain=True)
