@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from api.base import MemgovAPIView
 from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from core.errors import InvalidContent, NotFound
-from memory import selectors, services
+from memory import entities, proposals, selectors, sources
 from memory.models import MemoryKind, Status
 from memory.pagination import paginate
 from memory.serializers import (
@@ -49,7 +49,7 @@ def _memory_response(version: Any, status_code: int = 200) -> Response:
 class SourceCollectionView(MemgovAPIView):
     @extend_schema(request=SourceInput, responses={201: SourceOut}, operation_id="source_record")
     def post(self, request: Request) -> Response:
-        source = services.source_record(
+        source = sources.source_record(
             principal=self.principal(), data=_valid(SourceInput, request)
         )
         return Response(source_representation(source), status=status.HTTP_201_CREATED)
@@ -65,7 +65,7 @@ class EntityCollectionView(MemgovAPIView):
     @extend_schema(request=EntityInput, responses={201: EntityOut}, operation_id="entity_create")
     def post(self, request: Request) -> Response:
         data = _valid(EntityInput, request)
-        entity = services.entity_create(
+        entity = entities.entity_create(
             principal=self.principal(),
             kind=data["kind"],
             name=data["name"],
@@ -94,7 +94,7 @@ class EntityAliasView(MemgovAPIView):
                 source = selectors.access_source(principal, data["source"])
             except NotFound as exc:
                 raise InvalidContent({"source": ["no such source visible to you"]}) from exc
-        services.alias_add(principal=principal, entity=entity, alias=data["alias"], source=source)
+        entities.alias_add(principal=principal, entity=entity, alias=data["alias"], source=source)
         entity = selectors.access_entity(principal, entity_id)
         return Response(entity_representation(entity), status=status.HTTP_201_CREATED)
 
@@ -159,7 +159,7 @@ class MemoryCollectionView(MemgovAPIView):
     @extend_schema(request=ProposalInput, responses={201: MemoryOut}, operation_id="memory_propose")
     def post(self, request: Request) -> Response:
         principal = self.principal()
-        version = services.memory_propose(principal=principal, data=_valid(ProposalInput, request))
+        version = proposals.memory_propose(principal=principal, data=_valid(ProposalInput, request))
         item = selectors.access_memory(principal, version.item_id)
         return _memory_response(selectors.memory_head(item), status.HTTP_201_CREATED)
 
@@ -187,7 +187,7 @@ class MemoryVersionsView(MemgovAPIView):
         principal = self.principal()
         item = selectors.access_memory(principal, memory_id)
         data = _valid(CorrectionInput, request)
-        version = services.memory_correct(
+        version = proposals.memory_correct(
             principal=principal, item=item, if_match=request.headers.get("If-Match"), data=data
         )
         return _memory_response(

@@ -20,8 +20,8 @@ from approvals.revalidation import (
 )
 from core.errors import NotFound
 from memory import resolution, selectors
+from memory.retrievals import task_record
 from memory.serializers import ZonedDateTimeField, iso
-from memory.tasks_view import task_record
 
 
 class ResolveInput(serializers.Serializer[Any]):

@@ -28,8 +28,8 @@ from core.principals import Principal
 from memory.effects import REVALIDATION_FAILURES
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status
+from memory.policy import MANAGE_POLICY_REFUSAL, policy_record
 from memory.selectors import current_policy
-from memory.services import MANAGE_POLICY_REFUSAL, policy_record
 
 logger = logging.getLogger(__name__)
 # The thin Celery wrappers of this module's entry points (approvals.tasks), by name: the

@@ -98,14 +98,14 @@ class Setup:
 
     def __init__(self) -> None:
         from core.principals import Principal
-        from memory import services
+        from memory import entities, sources, tenancy
         from memory.grants import permission_grant
 
         slug = f"bench-approvals-{uuid.uuid4().hex[:8]}"
-        self.tenant = services.tenant_create(slug=slug, name="Approval latency benchmark")
+        self.tenant = tenancy.tenant_create(slug=slug, name="Approval latency benchmark")
         self.reviewers = []
         for name in ("reviewer-a", "reviewer-b"):
-            user = services.user_create(
+            user = tenancy.user_create(
                 tenant=self.tenant, username=f"{slug}-{name}", password=None, email="r@example.com"
             )
             permission_grant(user=user, tenant=self.tenant, codename="review_enterprise_rule")
@@ -120,11 +120,11 @@ class Setup:
         self.owner = self.reviewers[0].user
         self.agent = Principal(tenant=self.tenant, name="agent:bench", labels=frozenset({"*"}))
         self.subjects = [
-            services.entity_create(principal=self.agent, kind="process", name=f"process {i}").pk
+            entities.entity_create(principal=self.agent, kind="process", name=f"process {i}").pk
             for i in range(10)
         ]
         record = {"kind": "approval_record", "content": "APR-2291 v3", "external_ref": "APR-2291"}
-        self.source = services.source_record(principal=self.agent, data=record).pk
+        self.source = sources.source_record(principal=self.agent, data=record).pk
 
     def proposal(self, index: int) -> dict[str, Any]:
         assert self.owner is not None
@@ -145,12 +145,12 @@ class Setup:
 def measure_latency(setup: Setup, items: int) -> list[float]:
     from approvals.models import CheckResult, Notification
     from approvals.services import version_approve
-    from memory import services
+    from memory import proposals
     from memory.models import MemoryItem, MemoryVersion, Status
 
     latencies = []
     for index in range(items):
-        version = services.memory_propose(principal=setup.agent, data=setup.proposal(index))
+        version = proposals.memory_propose(principal=setup.agent, data=setup.proposal(index))
         item = MemoryItem.objects.get(pk=version.item_id)
         version_approve(principal=setup.reviewers[0], item=item, comment="first")
         _wait(

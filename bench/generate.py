@@ -251,14 +251,14 @@ class Tenants:
 
 def _tenants(versions: int, seed: int) -> Tenants:
     from core.models import Tenant
-    from memory import services
+    from memory import tenancy
 
     ids, owners = [], []
     for t in range(TENANTS):
-        tenant = services.tenant_create(
+        tenant = tenancy.tenant_create(
             slug=f"bench-{t}", name=f"bench {GENERATOR} versions={versions} seed={seed}"
         )
-        owner = services.user_create(
+        owner = tenancy.user_create(
             tenant=tenant, username=f"owner-{t}", password=None, labels=["staff"]
         )
         ids.append(tenant.pk)
@@ -465,7 +465,7 @@ def info(probes: int) -> dict[str, Any]:
     from django.db.models import Count, Q
 
     from core.models import Tenant
-    from memory import services
+    from memory import tenancy
     from memory.models import Entity, MemoryVersion
 
     if "memory_tenant" not in connection.introspection.table_names():
@@ -473,7 +473,7 @@ def info(probes: int) -> dict[str, Any]:
     tenant = Tenant.objects.filter(slug=PROBE_TENANT).first()
     if tenant is None:
         return {"generator": None}
-    _, raw = services.api_key_create(tenant=tenant, agent_name="bench", labels=AGENT_LABELS)
+    _, raw = tenancy.api_key_create(tenant=tenant, agent_name="bench", labels=AGENT_LABELS)
     rng = random.Random(7)
     ids = list(Entity.objects.filter(tenant=tenant).values_list("pk", "external_ref"))
     chosen = rng.sample(ids, min(probes, len(ids)))

@@ -17,8 +17,8 @@ from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.forms import PolicyForm, RevalidateForm
 from memory.models import Policy
+from memory.policy import MANAGE_POLICY_REFUSAL
 from memory.selectors import current_policy
-from memory.services import MANAGE_POLICY_REFUSAL
 
 POLL_SECONDS = 2
 JOBS_SHOWN = 10

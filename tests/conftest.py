@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 from config.celery import app as celery_app
 from core.models import Tenant
 from core.principals import Principal
-from memory import services
+from memory import tenancy
 from memory.grants import permission_grant
 
 ALL_PERMISSIONS = [
@@ -95,7 +95,7 @@ class World:
 
 
 def _user(tenant: Tenant, name: str, grants: list[str]) -> User:
-    user = services.user_create(
+    user = tenancy.user_create(
         tenant=tenant,
         username=name,
         password=f"{name}-pass-123",
@@ -113,10 +113,10 @@ def _user(tenant: Tenant, name: str, grants: list[str]) -> User:
 
 @pytest.fixture
 def world(db: Any) -> World:
-    tenant = services.tenant_create(slug="acme", name="Acme")
+    tenant = tenancy.tenant_create(slug="acme", name="Acme")
     Tenant.objects.filter(pk=tenant.pk).update(approvals_required=2)
     tenant.refresh_from_db()
-    other = services.tenant_create(slug="globex", name="Globex")
+    other = tenancy.tenant_create(slug="globex", name="Globex")
     users = {
         "rita": _user(tenant, "rita", ALL_PERMISSIONS),
         "lena": _user(tenant, "lena", ["review_enterprise_rule", "approve_tenant_wide_rule"]),
@@ -132,10 +132,10 @@ def world(db: Any) -> World:
         "nora": _user(tenant, "nora", []),
         "zed": _user(other, "zed", ALL_PERMISSIONS),
     }
-    keys = {"agent": services.api_key_create(tenant=tenant, agent_name="bot", labels=["staff"])[1]}
+    keys = {"agent": tenancy.api_key_create(tenant=tenant, agent_name="bot", labels=["staff"])[1]}
     for name, user in users.items():
         owner_tenant = other if name == "zed" else tenant
-        keys[name] = services.api_key_create(tenant=owner_tenant, user=user, labels=["staff"])[1]
+        keys[name] = tenancy.api_key_create(tenant=owner_tenant, user=user, labels=["staff"])[1]
     return World(tenant=tenant, other_tenant=other, users=users, keys=keys)
 
 

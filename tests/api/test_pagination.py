@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.principals import Principal
-from memory import services
+from memory import entities, proposals, sources
 from tests.api.support import assert_problem, create_entity, record_source
 from tests.conftest import iso, later
 
@@ -16,8 +16,8 @@ from tests.conftest import iso, later
 def _propose_many(world, count: int, **overrides: Any) -> list[str]:
     """Preferences straight through the service: the list, not the proposal, is tested."""
     agent = world.principal("agent")
-    subject = services.entity_create(principal=agent, kind="customer", name="Dana Kim").pk
-    source = services.source_record(principal=agent, data={"kind": "message", "content": "hi"}).pk
+    subject = entities.entity_create(principal=agent, kind="customer", name="Dana Kim").pk
+    source = sources.source_record(principal=agent, data={"kind": "message", "content": "hi"}).pk
     ids = []
     for index in range(count):
         data = {
@@ -25,7 +25,7 @@ def _propose_many(world, count: int, **overrides: Any) -> list[str]:
             "statement": f"Preference {index}.", "scope": {}, "owner": "nora",
             "expires_at": None, "sources": [source], **overrides,
         }  # fmt: skip
-        ids.append(services.memory_propose(principal=agent, data=data).item_id)
+        ids.append(proposals.memory_propose(principal=agent, data=data).item_id)
     return ids
 
 
@@ -111,10 +111,10 @@ def test_next_keeps_the_filters(world):
 
 def test_rows_the_caller_may_not_see_are_skipped_without_shrinking_pages(world):
     legal = Principal(tenant=world.tenant, name="agent:legal", labels=frozenset({"legal"}))
-    secret = services.source_record(
+    secret = sources.source_record(
         principal=legal, data={"kind": "message", "content": "sealed", "visibility": ["legal"]}
     ).pk
-    subject = services.entity_create(principal=legal, kind="customer", name="Sealed").pk
+    subject = entities.entity_create(principal=legal, kind="customer", name="Sealed").pk
     hidden = []
     visible = []
     for index in range(3):
@@ -124,7 +124,7 @@ def test_rows_the_caller_may_not_see_are_skipped_without_shrinking_pages(world):
             "statement": "Sealed.", "scope": {}, "owner": "nora", "expires_at": None,
             "sources": [secret],
         }  # fmt: skip
-        hidden.append(services.memory_propose(principal=legal, data=data).item_id)
+        hidden.append(proposals.memory_propose(principal=legal, data=data).item_id)
 
     seen, sizes = _walk(world.client("agent"), "/api/v1/memories?limit=2")
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from audit.models import AuditEvent
-from memory import services
+from memory import entities, sources, tenancy
 from memory.people import membership_relabel
 from tests.conftest import World
 
@@ -22,8 +22,8 @@ ORDER_A = {"task": "order-a"}
 def order(world: World, django_capture_on_commit_callbacks: Any) -> dict[str, str]:
     """Dana's order-a goes to her office: a task_fact on an order record, active."""
     agent = world.principal("agent")
-    dana = services.entity_create(principal=agent, kind="customer", name="Dana Kim").pk
-    record = services.source_record(
+    dana = entities.entity_create(principal=agent, kind="customer", name="Dana Kim").pk
+    record = sources.source_record(
         principal=agent,
         data={"kind": "business_record", "content": "ORD-A ships to 4 Dock Road."},
     ).pk
@@ -60,7 +60,7 @@ def test_labels_narrowed_on_a_source_hide_the_item_from_the_next_resolve(
     world, order, django_capture_on_commit_callbacks
 ):
     assert facts(world, "agent", order["dana"]) == ["4 Dock Road"]
-    finance_key = services.api_key_create(
+    finance_key = tenancy.api_key_create(
         tenant=world.tenant, agent_name="finance-bot", labels=["finance"]
     )[1]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory import services
+from memory import tenancy
 from memory.models import MemoryVersion, Source
 from tests.api.support import Written, assert_problem, create_entity, record_source, rule_body
 from tests.conftest import iso, later
@@ -88,7 +88,7 @@ def test_an_invalid_source_is_a_422_naming_the_field_and_writes_nothing(world, b
 
 
 def test_a_source_outside_the_callers_labels_is_a_404(world):
-    legal = services.api_key_create(tenant=world.tenant, agent_name="counsel", labels=["legal"])[1]
+    legal = tenancy.api_key_create(tenant=world.tenant, agent_name="counsel", labels=["legal"])[1]
     counsel = APIClient()
     counsel.credentials(HTTP_AUTHORIZATION=f"Bearer {legal}")
     sealed = record_source(counsel, "approval_record", "Settlement terms.", visibility=["legal"])

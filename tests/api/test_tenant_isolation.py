@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory import services
+from memory import tenancy
 from tests.api.support import Written, assert_problem, create_entity, record_source
 from tests.conftest import iso, later
 
@@ -49,7 +49,7 @@ def acme(world) -> Objects:
 @pytest.fixture
 def globex(world) -> Objects:
     """Proposed by Globex's own agent, so that Zed reviews as a non-proposer."""
-    _, raw = services.api_key_create(tenant=world.other_tenant, agent_name="globex-bot")
+    _, raw = tenancy.api_key_create(tenant=world.other_tenant, agent_name="globex-bot")
     agent = APIClient()
     agent.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return _objects(agent, owner="zed")

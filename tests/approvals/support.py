@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from memory import services
+from memory import tenancy
 from memory.grants import permission_grant
 from memory.models import MemoryVersion
 from tests.conftest import World, iso, later
@@ -32,7 +32,7 @@ EXCEPTION = "follow exception APR-2291"
 
 def person(world: World, name: str, *grants: str) -> User:
     """Another user of the tenant with a personal key (``world.client(name)`` works)."""
-    user = services.user_create(
+    user = tenancy.user_create(
         tenant=world.tenant,
         username=name,
         password=None,
@@ -50,7 +50,7 @@ def person(world: World, name: str, *grants: str) -> User:
             value=value or None,
         )
     world.users[name] = user
-    world.keys[name] = services.api_key_create(tenant=world.tenant, user=user, labels=["staff"])[1]
+    world.keys[name] = tenancy.api_key_create(tenant=world.tenant, user=user, labels=["staff"])[1]
     return user
 
 

@@ -19,7 +19,7 @@ from core import outbox
 from core.models import Outbox
 from memory import cache
 from memory.models import Policy
-from memory.services import tenant_update_settings
+from memory.tenancy import tenant_update_settings
 from tests.approvals.support import Flow, person
 
 P9 = {"project": "P-9"}

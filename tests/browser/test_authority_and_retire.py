@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memory import services
+from memory import tenancy
 from tests.browser.conftest import Site, screenshot
 
 pytestmark = pytest.mark.browser
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 def _resolve(site: Site, page: Any, subject: str, context: dict[str, str]) -> dict[str, Any]:
     """What an agent is told, over the real HTTP API of the same server."""
     tenant = site.demo.tenant
-    _, key = services.api_key_create(tenant=tenant, agent_name="checker", labels=["staff"])
+    _, key = tenancy.api_key_create(tenant=tenant, agent_name="checker", labels=["staff"])
     response = page.request.post(
         f"{site.url}/api/v1/resolve",
         headers={"Authorization": f"Bearer {key}"},

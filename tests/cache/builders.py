@@ -8,21 +8,21 @@ from typing import Any
 
 from approvals.services import version_approve
 from core.principals import Principal
-from memory import services
+from memory import entities, proposals, sources
 from memory.models import MemoryItem, MemoryVersion, Status
 from memory.resolution import ResolveRequest
 from tests.conftest import World
 
 
 def dana(world: World) -> str:
-    return services.entity_create(
+    return entities.entity_create(
         principal=world.principal("agent"), kind="customer", name="Dana Kim"
     ).pk
 
 
 def message(world: World, content: str, visibility: list[str] | None = None) -> str:
     data = {"kind": "message", "content": content, "visibility": visibility or ["*"]}
-    return services.source_record(principal=world.principal("agent"), data=data).pk
+    return sources.source_record(principal=world.principal("agent"), data=data).pk
 
 
 def propose_address(
@@ -36,7 +36,7 @@ def propose_address(
 ) -> MemoryVersion:
     """A preference; the caller makes on-commit work run (a transactional test, or
     ``django_capture_on_commit_callbacks(execute=True)``) and so activates it."""
-    return services.memory_propose(
+    return proposals.memory_propose(
         principal=by or world.principal("agent"),
         data={
             "kind": "preference",
@@ -57,11 +57,11 @@ def propose_office_delivery(
 ) -> MemoryVersion:
     """Order order-a goes to Dana's office: a task fact, backed by the order record, that
     waits for one reviewer."""
-    record = services.source_record(
+    record = sources.source_record(
         principal=world.principal("agent"),
         data={"kind": "business_record", "content": f"ORD-A ships to {value}."},
     ).pk
-    return services.memory_propose(
+    return proposals.memory_propose(
         principal=world.principal("agent"),
         data={
             "kind": "task_fact",

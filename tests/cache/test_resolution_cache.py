@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
 from core.principals import Principal
-from memory import cache, services
+from memory import cache, policy, proposals
 from memory.models import MemoryItem, Source
 from memory.resolution import resolve_for
 from tests.cache.builders import (
@@ -88,7 +88,7 @@ def test_a_pending_correction_shows_in_answers_cached_before_it_and_goes_when_re
     item = MemoryItem.objects.get(pk=office.item_id)
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.memory_correct(
+        proposals.memory_correct(
             principal=agent, item=item, if_match='"1"', data={"value": "9 Quay Street"}
         )
     pending = resolve_for(agent, now_request(subject, context=ORDER_A))
@@ -114,7 +114,7 @@ def test_publishing_a_policy_changes_the_policy_version_of_the_next_answer(
     assert resolve_for(agent, now_request(subject))["policy_version"] == "1"
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.policy_publish(
+        policy.policy_publish(
             principal=world.principal("rita"),
             precedence={"order": ["kind", "specificity", "verification", "valid_from"]},
             reason="kinds first",

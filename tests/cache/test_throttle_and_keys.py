@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from core.models import ApiKey
 from core.principals import Principal
-from memory import cache, keys, services
+from memory import cache, keys, tenancy
 from memory.auth import PrincipalRateThrottle
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
@@ -91,7 +91,7 @@ def test_a_remembered_agent_key_costs_one_query_and_is_refused_once_revoked(
         assert agent.get("/api/v1/policy").status_code == 200
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.api_key_revoke(key=_key_row(world.keys["agent"]))
+        tenancy.api_key_revoke(key=_key_row(world.keys["agent"]))
     refused = agent.get("/api/v1/policy")
 
     assert refused.status_code == 401

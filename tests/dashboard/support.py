@@ -17,7 +17,7 @@ from django.test import Client
 
 from core.models import Tenant
 from core.principals import Principal, principal_for_user
-from memory import services
+from memory import tenancy
 from memory.grants import permission_grant
 from memory.models import MemoryItem
 
@@ -82,8 +82,8 @@ def load_demo(on_commit: Any) -> Demo:
 def outsider(on_commit: Any) -> User:
     """zed reviews everything, in another tenant."""
     with on_commit(execute=True):
-        other = services.tenant_create(slug="globex", name="Globex")
-        zed = services.user_create(
+        other = tenancy.tenant_create(slug="globex", name="Globex")
+        zed = tenancy.user_create(
             tenant=other, username="zed", password="zed-pass-123", labels=["staff"]
         )
         for perm in ("review_task_fact", "review_enterprise_rule", "view_audit", "retire_memory"):

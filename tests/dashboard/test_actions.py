@@ -13,7 +13,7 @@ from django.utils.html import escape
 
 from approvals.models import Revalidation
 from audit.models import AuditEvent
-from memory import services
+from memory import proposals
 from memory.models import MemoryVersion, Policy, Scenario
 from memory.resolution import ResolveRequest, decide, resolution_body, resolve_for
 from tests.conftest import later
@@ -206,7 +206,7 @@ def test_a_scenario_with_a_malformed_context_is_refused(demo: Demo) -> None:
 def test_linking_an_unresolved_mention_sends_it_to_review(demo: Demo, commit: Any) -> None:
     order = _head(demo, "order_a").source_ids
     with commit():
-        held = services.memory_propose(
+        held = proposals.memory_propose(
             principal=demo.agent(),
             data={
                 "kind": "task_fact",

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from approvals.services import version_approve
 from approvals.tasks import remind_pending_and_expiring
-from memory import services
+from memory import proposals
 from memory.models import MemoryVersion
 from tests.conftest import later
 from tests.dashboard.support import DEMO_PASSWORD, Demo
@@ -81,7 +81,7 @@ def _text(message: EmailMessage) -> str:
 def _propose_p9_renewal(demo: Demo, on_commit: Any) -> MemoryVersion:
     source = MemoryVersion.objects.get(item_id=demo.items["p9_rule"]).source_ids
     with on_commit(execute=True):
-        return services.memory_propose(
+        return proposals.memory_propose(
             principal=demo.agent(),
             data={
                 "kind": "enterprise_rule",

@@ -11,7 +11,7 @@ from django.test import Client
 
 from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
-from memory.services import memory_correct
+from memory.proposals import memory_correct
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 DASHBOARD_TEMPLATES = Path(settings.BASE_DIR) / "templates" / "dashboard"

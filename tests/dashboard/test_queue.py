@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.test import Client
 from django.utils import timezone
 
-from memory import services
+from memory import proposals
 from memory.models import MemoryVersion
 from tests.conftest import later
 from tests.dashboard.support import Demo, outsider
@@ -114,7 +114,7 @@ def test_a_reviewer_never_finds_their_own_proposal_in_the_queue(
     rita = demo.principal("rita")
     order = MemoryVersion.objects.get(item_id=demo.items["order_a"]).source_ids
     with django_capture_on_commit_callbacks(execute=True):
-        mine = services.memory_propose(
+        mine = proposals.memory_propose(
             principal=rita,
             data={
                 "kind": "task_fact",

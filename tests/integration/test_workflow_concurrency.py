@@ -24,8 +24,8 @@ from audit.models import AuditEvent
 from audit.selectors import audit_verify
 from audit.services import audit_append
 from memory.models import MemoryItem, MemoryVersion, Source, Status
+from memory.policy import policy_publish
 from memory.selectors import current_policy, resolver_policy
-from memory.services import policy_publish
 from tests.approvals.support import Flow, head, person
 from tests.conftest import World, needs
 

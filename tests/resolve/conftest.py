@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from approvals.services import version_approve
 from core.principals import Principal
-from memory import services
+from memory import entities, proposals, sources
 from memory.models import MemoryItem, MemoryVersion, Status
 from tests.conftest import World
 
@@ -40,7 +40,7 @@ class Story:
         return Principal(tenant=base.tenant, name=base.name, labels=frozenset(labels))
 
     def entity(self, name: str, kind: str = "person") -> str:
-        return services.entity_create(principal=self.principal(), kind=kind, name=name).pk
+        return entities.entity_create(principal=self.principal(), kind=kind, name=name).pk
 
     def source(
         self,
@@ -52,7 +52,7 @@ class Story:
         **extra: Any,
     ) -> str:
         data = {"kind": kind, "content": content, "visibility": visibility or ["*"], **extra}
-        return services.source_record(principal=by or self.principal(), data=data).pk
+        return sources.source_record(principal=by or self.principal(), data=data).pk
 
     def propose(
         self,
@@ -83,7 +83,7 @@ class Story:
             **extra,
         }
         with self.on_commit(execute=True):
-            version = services.memory_propose(principal=by or self.principal(), data=data)
+            version = proposals.memory_propose(principal=by or self.principal(), data=data)
         version.refresh_from_db()
         return version
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory import services
+from memory import proposals
 from memory.models import MemoryItem, MemoryVersion
 from tests.conftest import iso, later
 from tests.resolve.conftest import Story, outcomes, resolve, winners
@@ -223,7 +223,7 @@ def test_office_instruction_in_use_while_its_correction_waits_for_review(
 ):
     item = MemoryItem.objects.get(pk=office.item_id)
     with story.on_commit(execute=True):
-        correction = services.memory_correct(
+        correction = proposals.memory_correct(
             principal=world.principal("agent"),
             item=item,
             if_match='"1"',

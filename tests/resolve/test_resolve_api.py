@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import services
+from memory import entities, proposals, tenancy
 from memory.models import MemoryVersion
 from tests.conftest import later
 from tests.resolve.conftest import Story, resolve, winners
@@ -60,7 +60,7 @@ def test_a_published_policy_is_the_one_answers_use(world, story, dana, home, off
         "kind_rank": ["task_fact", "enterprise_rule", "preference"],
     }
     # Flag only: under ``suspend`` the office fact, outranked in its own scope, would leave use.
-    services.tenant_update_settings(tenant=world.tenant, revalidation_failure="flag")
+    tenancy.tenant_update_settings(tenant=world.tenant, revalidation_failure="flag")
     before = resolve(world.client("agent"), subject=dana, context={"task": "order-a"})
     with story.on_commit(execute=True):  # cache invalidation and re-validation run on commit
         published = world.client("rita").post(
@@ -197,9 +197,9 @@ def test_a_time_with_an_offset_is_accepted_and_answered_in_utc(world, dana, home
 
 def test_another_tenants_subject_is_a_404_that_leaks_nothing_of_its_memory(world, story):
     zed = world.principal("zed")
-    theirs = services.entity_create(principal=zed, kind="customer", name="Globex customer").pk
+    theirs = entities.entity_create(principal=zed, kind="customer", name="Globex customer").pk
     with story.on_commit(execute=True):
-        services.memory_propose(
+        proposals.memory_propose(
             principal=zed,
             data={
                 "kind": "preference",
@@ -256,7 +256,7 @@ def test_resolve_on_a_subject_that_does_not_exist_is_a_404(world):
 
 
 def test_resolve_on_another_tenants_subject_is_the_same_404(world, story):
-    theirs = services.entity_create(
+    theirs = entities.entity_create(
         principal=world.principal("zed"), kind="person", name="Globex Dana"
     ).pk
 

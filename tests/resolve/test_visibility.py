@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from approvals.services import memory_retire
 from core.models import ApiKey
 from core.principals import Principal
-from memory import services
+from memory import tenancy
 from memory.models import MemoryItem, MemoryVersion
 from tests.resolve.conftest import Story, outcomes, resolve, winners
 
@@ -19,7 +19,7 @@ from tests.resolve.conftest import Story, outcomes, resolve, winners
 @pytest.fixture
 def payroll(world) -> tuple[ApiKey, APIClient]:
     """An agent of the finance team: it holds the label the staff agent lacks."""
-    key, raw = services.api_key_create(
+    key, raw = tenancy.api_key_create(
         tenant=world.tenant, agent_name="payroll", labels=["staff", "finance"]
     )
     client = APIClient()

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.models import Tenant
-from memory.services import tenant_create, tenant_update_settings
+from memory.tenancy import tenant_create, tenant_update_settings
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from core.models import REVIEW_PERMISSIONS, Tenant
 from memory.grants import permission_grant
-from memory.services import user_create
+from memory.tenancy import user_create
 
 GRANT_RE = re.compile(r"^(?P<perm>[a-z_]+)(?:@(?P<dim>[a-z][a-z0-9_]{0,31})=(?P<value>.+))?$")
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from core.models import ApiKey, Tenant
 from core.principals import Principal
-from memory import services
+from memory import entities, proposals, sources, tenancy
 from memory.grants import permission_grant
 
 SLUG = "demo"
@@ -58,9 +58,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Agent API key (tenant '{SLUG}'):\n  {key}")
 
     def _create(self) -> Tenant:
-        tenant = services.tenant_create(slug=SLUG, name="Demo Retail & Procurement")
+        tenant = tenancy.tenant_create(slug=SLUG, name="Demo Retail & Procurement")
         for username, _, grants in PEOPLE:
-            user = services.user_create(
+            user = tenancy.user_create(
                 tenant=tenant,
                 username=username,
                 password=f"{username}-demo-pass",
@@ -89,7 +89,7 @@ class Command(BaseCommand):
             prefix = raw.split("_")[1] if raw.count("_") >= 2 else ""
             if ApiKey.objects.filter(tenant=tenant, prefix=prefix, revoked_at=None).exists():
                 return raw
-        _, raw = services.api_key_create(
+        _, raw = tenancy.api_key_create(
             tenant=tenant, agent_name="assistant", labels=["staff"], actor="demo"
         )
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def _load_stories(agent: Principal) -> None:
 
 def _source(agent: Principal, kind: str, content: str, ref: str = "", **extra: Any) -> str:
     data = {"kind": kind, "content": content, "external_ref": ref, **extra}
-    return services.source_record(principal=agent, data=data).pk
+    return sources.source_record(principal=agent, data=data).pk
 
 
 def _propose(agent: Principal, **data: Any) -> None:
@@ -117,12 +117,12 @@ def _propose(agent: Principal, **data: Any) -> None:
         "assertion": "state",
         "basis": {},
     }
-    services.memory_propose(principal=agent, data={**defaults, **data})
+    proposals.memory_propose(principal=agent, data={**defaults, **data})
 
 
 def _delivery_address(agent: Principal, now: datetime) -> None:
     """Seed 002: home by preference, the office for order-a only, until it expires."""
-    dana = services.entity_create(
+    dana = entities.entity_create(
         principal=agent, kind="customer", name="Dana Kim", aliases=["D. Kim"]
     ).pk
     chat = _source(
@@ -164,7 +164,7 @@ def _delivery_address(agent: Principal, now: datetime) -> None:
 
 def _procurement_exception(agent: Principal, now: datetime) -> None:
     """Seed 001: an exception for one project, supplier and batch, not a company rule."""
-    supplier = services.entity_create(
+    supplier = entities.entity_create(
         principal=agent, kind="supplier", name="Northwind Metals", external_ref="S-17"
     ).pk
     approval = _source(
@@ -213,7 +213,7 @@ def _procurement_exception(agent: Principal, now: datetime) -> None:
 
 def _sarah_moves(agent: Principal, now: datetime) -> None:
     """Seed 000: "I moved to Pune in March", said in June; a plan is not a state."""
-    sarah = services.entity_create(
+    sarah = entities.entity_create(
         principal=agent, kind="person", name="Sarah Lee", aliases=["Sarah"]
     ).pk
     year = now.year if now.month > 6 else now.year - 1

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.models import ApiKey
-from memory.services import api_key_revoke
+from memory.tenancy import api_key_revoke
 
 
 class Command(BaseCommand):

@@ -1,250 +1,35 @@
-"""Writes of the memory layer: one durable transaction each, audited inside it."""
+"""Proposals and corrections: new versions of memory items, checked against the rules of
+their kind, recorded pending (or checking), with their side effects in the outbox."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
-from core.authority import require_tenant_permission
 from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
-from core.models import ApiKey, Membership, ScopeValue, Tenant
+from core.models import ScopeValue, Tenant
 from core.principals import Principal
 from memory import cache, rules
 from memory.effects import after_version_recorded
-from memory.keys import generate_key, hash_key
 from memory.lifecycle import version_transition
 from memory.models import (
-    Alias,
     Entity,
     MemoryItem,
     MemoryKind,
     MemoryVersion,
-    Policy,
     Scenario,
     Source,
     Status,
 )
-from memory.resolver import Policy as ResolverPolicy
-from memory.resolver import PolicyError, check_publishable
-
-
-def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tenant:
-    with transaction.atomic(durable=True):
-        tenant = Tenant.objects.create(slug=slug, name=name or slug)
-        policy = Policy.objects.create(
-            tenant=tenant,
-            version=1,
-            precedence=ResolverPolicy(version="1").to_precedence(),
-            reason="initial policy",
-            published_by=actor,
-            published_at=timezone.now(),
-        )
-        audit_append(
-            tenant=tenant,
-            actor=actor,
-            action="tenant.created",
-            target_type="tenant",
-            target_id=tenant.slug,
-            data={"policy_version": policy.version},
-        )
-    return tenant
-
-
-def tenant_update_settings(
-    *,
-    tenant: Tenant,
-    actor: str = "operator",
-    approvals_required: int | None = None,
-    revalidation_failure: str | None = None,
-) -> Tenant:
-    """Change a tenant's governance settings, audited with old and new values."""
-    if revalidation_failure is not None and (
-        revalidation_failure not in Tenant.RevalidationFailure.values
-    ):
-        raise InvalidContent({"revalidation_failure": ["must be suspend or flag"]})
-    if approvals_required is not None and approvals_required < 1:
-        raise InvalidContent({"approvals_required": ["must be at least 1"]})
-    with transaction.atomic(durable=True):
-        locked = Tenant.objects.select_for_update(no_key=True).get(pk=tenant.pk)
-        changes: dict[str, dict[str, Any]] = {}
-        wanted = {
-            "approvals_required": approvals_required,
-            "revalidation_failure": revalidation_failure,
-        }
-        for name, value in wanted.items():
-            if value is not None and getattr(locked, name) != value:
-                changes[name] = {"from": getattr(locked, name), "to": value}
-                setattr(locked, name, value)
-        if changes:
-            locked.save(update_fields=list(changes))
-            audit_append(
-                tenant=locked,
-                actor=actor,
-                action="tenant.settings_changed",
-                target_type="tenant",
-                target_id=locked.slug,
-                data=changes,
-            )
-    return locked
-
-
-def user_create(
-    *,
-    tenant: Tenant,
-    username: str,
-    password: str | None,
-    email: str = "",
-    labels: Sequence[str] = (),
-    actor: str = "operator",
-) -> User:
-    with transaction.atomic(durable=True):
-        user = get_user_model().objects.create_user(
-            username=username, email=email, password=password
-        )
-        Membership.objects.create(user=user, tenant=tenant, labels=list(labels))
-        audit_append(
-            tenant=tenant,
-            actor=actor,
-            action="user.created",
-            target_type="user",
-            target_id=username,
-            data={"labels": sorted(labels)},
-        )
-    return user
-
-
-def api_key_create(
-    *,
-    tenant: Tenant,
-    agent_name: str = "",
-    user: User | None = None,
-    labels: Sequence[str] = (),
-    expires_in: timedelta | None = None,
-    actor: str = "operator",
-) -> tuple[ApiKey, str]:
-    """Return the key row and the raw key, which exists only in this return value."""
-    lookup, raw = generate_key()
-    principal = ApiKey.Principal.USER if user else ApiKey.Principal.AGENT
-    with transaction.atomic(durable=True):
-        key = ApiKey.objects.create(
-            tenant=tenant,
-            prefix=lookup,
-            key_hash=hash_key(raw),
-            principal=principal,
-            agent_name=agent_name if user is None else "",
-            user=user,
-            labels=list(labels),
-            lifetime=expires_in,
-            expires_at=timezone.now() + expires_in if expires_in else None,
-        )
-        audit_append(
-            tenant=tenant,
-            actor=actor,
-            action="api_key.created",
-            target_type="api_key",
-            target_id=lookup,
-            data={
-                "principal": key.principal_name,
-                "expires_at": key.expires_at.isoformat() if key.expires_at else None,
-            },
-        )
-    return key, raw
-
-
-def source_record(*, principal: Principal, data: Mapping[str, Any]) -> Source:
-    content = data["content"]
-    with transaction.atomic(durable=True):
-        source = Source.objects.create(
-            tenant=principal.tenant,
-            kind=data["kind"],
-            content=content,
-            content_sha256=digest(content),
-            external_ref=data.get("external_ref") or "",
-            version=data.get("version") or "",
-            speaker=data.get("speaker") or "",
-            occurred_at=data.get("occurred_at"),
-            visibility=list(data.get("visibility") or ["*"]),
-            metadata=data.get("metadata") or {},
-            recorded_by=principal.name,
-        )
-        audit_append(
-            tenant=principal.tenant,
-            actor=principal.name,
-            action="source.recorded",
-            target_type="source",
-            target_id=source.pk,
-            data={"kind": source.kind, "content_sha256": source.content_sha256},
-        )
-    return source
-
-
-def entity_create(
-    *,
-    principal: Principal,
-    kind: str,
-    name: str,
-    aliases: Sequence[str] = (),
-    external_ref: str = "",
-) -> Entity:
-    with transaction.atomic(durable=True):
-        entity = Entity.objects.create(
-            tenant=principal.tenant,
-            kind=kind,
-            name=name.strip(),
-            name_normalized=name.strip().casefold(),
-            external_ref=external_ref,
-        )
-        # One alias per normalized form (the unique constraint): "Dana" and "dana" are one.
-        kept: dict[str, str] = {}
-        for alias in (a.strip() for a in aliases if a.strip()):
-            kept.setdefault(alias.casefold(), alias)
-        for normalized, alias in kept.items():
-            Alias.objects.create(
-                entity=entity, tenant=principal.tenant, alias=alias, normalized=normalized
-            )
-        audit_append(
-            tenant=principal.tenant,
-            actor=principal.name,
-            action="entity.created",
-            target_type="entity",
-            target_id=entity.pk,
-            data={"kind": kind, "aliases": len(aliases)},
-        )
-    return entity
-
-
-def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Source | None) -> Alias:
-    normalized = alias.strip().casefold()
-    with transaction.atomic(durable=True):
-        Entity.objects.select_for_update(no_key=True).get(pk=entity.pk)
-        if Alias.objects.filter(entity=entity, normalized=normalized).exists():
-            raise InvalidContent({"alias": ["this entity already has that alias"]})
-        created = Alias.objects.create(
-            entity=entity,
-            tenant=principal.tenant,
-            alias=alias.strip(),
-            normalized=normalized,
-            source=source,
-        )
-        audit_append(
-            tenant=principal.tenant,
-            actor=principal.name,
-            action="entity.alias_added",
-            target_type="entity",
-            target_id=entity.pk,
-            data={"alias_sha256": digest(normalized), "source": source.pk if source else None},
-        )
-    return created
 
 
 @dataclass
@@ -518,64 +303,3 @@ def _after_new_version(version: MemoryVersion) -> None:
     """Side effects after commit: checks for a preference, notifications for reviewers."""
 
     after_version_recorded(version)
-
-
-MANAGE_POLICY_REFUSAL = "Publishing or re-validating policy needs the manage_policy permission."
-
-
-def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
-    """A new policy version on its own (the API publishes with its revalidation job)."""
-    with transaction.atomic(durable=True):
-        return policy_record(principal=principal, precedence=precedence, reason=reason)
-
-
-def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
-    """Record a new policy version inside the caller's transaction, audited."""
-    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
-    try:
-        checked = ResolverPolicy.from_precedence("new", precedence)
-        check_publishable(checked)
-    except PolicyError as exc:
-        raise InvalidContent({"precedence": [str(exc)]}) from exc
-    Tenant.objects.select_for_update(no_key=True).get(pk=principal.tenant.pk)
-    latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
-    policy = Policy.objects.create(
-        tenant=principal.tenant,
-        version=(latest.version if latest else 0) + 1,
-        precedence=checked.to_precedence(),
-        reason=reason,
-        published_by=principal.name,
-        published_at=timezone.now(),
-    )
-    audit_append(
-        tenant=principal.tenant,
-        actor=principal.name,
-        action="policy.published",
-        target_type="policy",
-        target_id=str(policy.version),
-        data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
-    )
-    cache.invalidate_policy_on_commit(principal.tenant.pk)
-    return policy
-
-
-def api_key_revoke(*, key: ApiKey, actor: str = "operator") -> ApiKey:
-    """A revoked key stops authenticating on its next request; the row stays for audit."""
-    with transaction.atomic(durable=True):
-        locked = (
-            ApiKey.objects.select_for_update(of=("self",), no_key=True)
-            .select_related("tenant")
-            .get(pk=key.pk)
-        )
-        if locked.revoked_at is None:
-            locked.revoked_at = timezone.now()
-            locked.save(update_fields=["revoked_at"])
-            audit_append(
-                tenant=locked.tenant,
-                actor=actor,
-                action="api_key.revoked",
-                target_type="api_key",
-                target_id=locked.prefix,
-                data={},
-            )
-    return locked

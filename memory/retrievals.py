@@ -1,4 +1,5 @@
-"""What a task was told, and whether it must re-verify before a consequential action."""
+"""Reads of the retrieval log (selectors): what a task was told, and whether it must
+re-verify before a consequential action."""
 
 from __future__ import annotations
 
