@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 ACTOR = "system:checks"
 
 
-def evaluate_current(version: MemoryVersion) -> tuple[str, datetime, list[checks.Outcome]]:
+def evaluate_current(version: MemoryVersion) -> tuple[str, datetime, list[checks.ScenarioOutcome]]:
     policy = resolver_policy(current_policy(version.tenant))
     now = timezone.now()
     return policy.version, now, checks.run_all(version, policy, now)
@@ -32,7 +32,7 @@ def record_results(
     run: str,
     policy_version: str,
     now: datetime,
-    outcomes: list[checks.Outcome],
+    outcomes: list[checks.ScenarioOutcome],
 ) -> list[CheckResult]:
     """Write one result per (version, run, scenario, policy) inside the caller's
     transaction — a second delivery of the same task rewrites the same rows."""

@@ -80,7 +80,7 @@ class Spec:
 
 
 @dataclass
-class Outcome:
+class ScenarioOutcome:
     spec: Spec
     passed: bool
     detail: str
@@ -343,7 +343,9 @@ def _summary(resolution: resolver.Resolution) -> str:
     return "; ".join(parts) or "nothing"
 
 
-def evaluate(version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime) -> Outcome:
+def evaluate(
+    version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
+) -> ScenarioOutcome:
     after = _ask(version, spec, policy, now, with_version=True)
     if spec.expect == "no_new_conflict":
         return _regression(version, spec, policy, now, after)
@@ -355,14 +357,14 @@ def evaluate(version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: d
     if passed and spec.revoke_basis:
         before = _ask(version, spec, policy, now, with_version=False)
         if _winner(before) != _winner(after):
-            return Outcome(
+            return ScenarioOutcome(
                 spec,
                 False,
                 "revoking its basis would not fall back to what resolved before "
                 f"(another item cites it too?): {_summary(after)} vs {_summary(before)}",
             )
         detail += f"; falls back to: {_summary(before)}"
-    return Outcome(spec, passed, detail)
+    return ScenarioOutcome(spec, passed, detail)
 
 
 def _regression(
@@ -371,7 +373,7 @@ def _regression(
     policy: resolver.Policy,
     now: datetime,
     after: resolver.Resolution,
-) -> Outcome:
+) -> ScenarioOutcome:
     before = _ask(version, spec, policy, now, with_version=False)
     new_conflict = any(a.reason == "conflict" for a in after.abstentions) and not any(
         a.reason == "conflict" for a in before.abstentions
@@ -382,12 +384,14 @@ def _regression(
             {"context": spec.context, "before": _summary(before), "after": _summary(after)}
         )
     if new_conflict:
-        return Outcome(
+        return ScenarioOutcome(
             spec, False, f"activation would create a conflict: {_summary(after)}", impact
         )
-    return Outcome(spec, True, f"still resolves: {_summary(after)}", impact)
+    return ScenarioOutcome(spec, True, f"still resolves: {_summary(after)}", impact)
 
 
-def run_all(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> list[Outcome]:
+def run_all(
+    version: MemoryVersion, policy: resolver.Policy, now: datetime
+) -> list[ScenarioOutcome]:
     specs = [*generated_specs(version, now), *custom_specs(version, now)]
     return [evaluate(version, spec, policy, now) for spec in specs]

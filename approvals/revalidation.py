@@ -215,7 +215,7 @@ def _record_and_count(
     version: MemoryVersion,
     policy_version: str,
     now: datetime,
-    outcomes: list[checks.Outcome],
+    outcomes: list[checks.ScenarioOutcome],
 ) -> None:
     with transaction.atomic(durable=True):
         job = (

@@ -20,7 +20,7 @@ TENANT_PERMISSIONS = (
     ("manage_policy", "Manage the resolution policy"),
     ("view_audit", "View the audit trail"),
 )
-REVIEW_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
+GRANTABLE_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
 
 
 class Tenant(models.Model):

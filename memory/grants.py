@@ -9,7 +9,7 @@ from django.db import transaction
 from guardian.shortcuts import assign_perm
 
 from audit.services import audit_append
-from core.models import REVIEW_PERMISSIONS, ScopeValue, Tenant
+from core.models import GRANTABLE_PERMISSIONS, ScopeValue, Tenant
 
 
 def permission_grant(
@@ -32,8 +32,8 @@ def permission_grant(
     else:
         assert group is not None  # noqa: S101 - checked just above
         holder, kind, name = group, "group", group.name
-    if codename not in REVIEW_PERMISSIONS:
-        raise ValueError(f"unknown permission {codename!r}; one of {sorted(REVIEW_PERMISSIONS)}")
+    if codename not in GRANTABLE_PERMISSIONS:
+        raise ValueError(f"unknown permission {codename!r}; one of {sorted(GRANTABLE_PERMISSIONS)}")
     with transaction.atomic():
         target: Tenant | ScopeValue = tenant
         if dimension is not None:

@@ -21,9 +21,9 @@ __all__ = [
     "VERIFICATION_RANK",
     "Abstention",
     "Candidate",
+    "CandidateOutcome",
     "Considered",
     "Fact",
-    "Outcome",
     "Plan",
     "Policy",
     "PolicyError",
@@ -56,7 +56,7 @@ PLAN = "plan"
 VALID_FROM_UNKNOWN = "valid_from_unknown"
 PENDING_CORRECTION = "pending_correction"
 
-Outcome = Literal["selected", "outranked", "out_of_scope", "not_valid_at_time", "expired"]
+CandidateOutcome = Literal["selected", "outranked", "out_of_scope", "not_valid_at_time", "expired"]
 AbstentionReason = Literal["conflict", "not_valid_at_time", "no_applicable_fact"]
 _Key = tuple[Any, ...]
 
@@ -221,7 +221,7 @@ class Considered:
     memory_id: str
     version: int
     field: str
-    outcome: Outcome
+    outcome: CandidateOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +292,7 @@ def is_pending_plan(c: Candidate, valid_at: datetime) -> bool:
     return c.assertion == PLAN and (c.valid_to is None or valid_at < c.valid_to)
 
 
-def _screen(c: Candidate, query: Query) -> Outcome | None:
+def _screen(c: Candidate, query: Query) -> CandidateOutcome | None:
     """The first gate an item fails, in the order the design lists them; None = passes."""
     if not scope_applies(c.scope, query.context):
         return "out_of_scope"
@@ -437,9 +437,9 @@ class _Group:
 
     states: list[Candidate] = dataclasses.field(default_factory=list)
     plans: list[Candidate] = dataclasses.field(default_factory=list)
-    rejected: list[tuple[Candidate, Outcome]] = dataclasses.field(default_factory=list)
+    rejected: list[tuple[Candidate, CandidateOutcome]] = dataclasses.field(default_factory=list)
 
-    def add(self, c: Candidate, outcome: Outcome | None) -> None:
+    def add(self, c: Candidate, outcome: CandidateOutcome | None) -> None:
         if outcome is not None:
             self.rejected.append((c, outcome))
         elif c.assertion == PLAN:
@@ -447,7 +447,9 @@ class _Group:
         else:
             self.states.append(c)
 
-    def rejected_ids(self, outcome: Outcome, *, states_only: bool = False) -> tuple[str, ...]:
+    def rejected_ids(
+        self, outcome: CandidateOutcome, *, states_only: bool = False
+    ) -> tuple[str, ...]:
         chosen = (c for c, o in self.rejected if o == outcome)
         return tuple(
             sorted({c.memory_id for c in chosen if not states_only or c.assertion != PLAN})

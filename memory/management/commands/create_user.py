@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from core.models import REVIEW_PERMISSIONS, Tenant
+from core.models import GRANTABLE_PERMISSIONS, Tenant
 from memory.grants import permission_grant
 from memory.tenancy import user_create
 
@@ -16,9 +16,10 @@ GRANT_RE = re.compile(r"^(?P<perm>[a-z_]+)(?:@(?P<dim>[a-z][a-z0-9_]{0,31})=(?P<
 
 def parse_grant(raw: str) -> tuple[str, str | None, str | None]:
     match = GRANT_RE.match(raw)
-    if match is None or match["perm"] not in REVIEW_PERMISSIONS:
+    if match is None or match["perm"] not in GRANTABLE_PERMISSIONS:
         raise CommandError(
-            f"--grant {raw!r}: expected PERM[@DIM=VALUE], PERM one of {sorted(REVIEW_PERMISSIONS)}"
+            f"--grant {raw!r}: expected PERM[@DIM=VALUE], "
+            f"PERM one of {sorted(GRANTABLE_PERMISSIONS)}"
         )
     return match["perm"], match["dim"], match["value"]
 
