@@ -32,6 +32,7 @@ from memory import resolver, rules
 from memory.candidates import CandidateRequest, load_candidates
 from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
+from memory.serializers import iso
 
 ONE_DAY = timedelta(days=1)
 OTHER_TENANT_ID = -1  # no tenant has it: "another tenant" must find nothing of ours
@@ -61,7 +62,7 @@ class Spec:
             "name": self.name,
             "kind": self.kind,
             "context": self.context,
-            "valid_at": self.valid_at.isoformat(),
+            "valid_at": iso(self.valid_at),
             "expect": self.expect,
             "tenant": "other" if self.tenant_id == OTHER_TENANT_ID else "same",
             "subject": self.subject_id or "same",

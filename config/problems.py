@@ -71,6 +71,8 @@ def _flatten_errors(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    problem_type = getattr(exc, "problem_type", None)
+    retry_after = getattr(exc, "retry_after_seconds", None)
     if isinstance(exc, DomainError):
         exc = Problem(exc.status, exc.detail, **exc.extra)
     response = exception_handler(exc, context)
@@ -90,8 +92,12 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         raw = response.data.get("detail", "") if isinstance(response.data, dict) else ""
         detail = str(raw) or HTTPStatus(status).phrase
     body = problem_body(status, detail, **extra)
+    if problem_type is not None:
+        body["type"] = f"https://memgov.dev/problems/{problem_type}"
     kept = ("Retry-After", "WWW-Authenticate", "Allow")
     headers = {k: v for k, v in response.headers.items() if k in kept}
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return Response(body, status=status, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 

@@ -40,5 +40,14 @@ class Conflict(DomainError):
     status = 409
 
 
+class StillProcessing(Conflict):
+    """409: the first request with this Idempotency-Key has not answered yet. Its own
+    problem type and a ``Retry-After`` tell a client that retrying soon is right, unlike
+    an illegal transition, which no retry fixes."""
+
+    problem_type = "idempotency-key-in-use"
+    retry_after_seconds = 1
+
+
 class PreconditionRequired(DomainError):
     status = 428

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.errors import Conflict, InvalidContent
+from core.errors import InvalidContent, StillProcessing
 from core.models import IdempotencyRecord
 from core.principals import Principal
 
@@ -62,7 +62,7 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
     if existing.request_hash != digest:
         raise InvalidContent({HEADER: ["was already used with a different request"]})
     if existing.response_status == IN_PROGRESS:
-        raise Conflict("A request with this Idempotency-Key is still being processed.")
+        raise StillProcessing("A request with this Idempotency-Key is still being processed.")
     headers = dict(existing.response_headers)
     content_type = headers.pop("Content-Type", None)
     response = Response(

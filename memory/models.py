@@ -6,6 +6,7 @@ through ``memory.services`` / ``approvals.services`` transitions.
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django.conf import settings
@@ -264,7 +265,11 @@ class Scenario(models.Model):
         return {
             "kind": self.kind,
             "context": self.context,
-            "valid_at": self.valid_at.isoformat() if self.valid_at else None,
+            "valid_at": (
+                self.valid_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+                if self.valid_at
+                else None
+            ),
             "expect": self.expect,
         }
 

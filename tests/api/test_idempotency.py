@@ -160,3 +160,22 @@ def test_a_key_of_200_characters_is_accepted(world):
     response = _post(world.client("agent"), "/api/v1/sources", SOURCE, "k" * 200)
 
     assert response.status_code == 201
+
+
+def test_a_retry_while_the_first_request_still_runs_is_told_to_retry_shortly(world):
+    """The first request has claimed the key and not answered yet (a client retried after a
+    dropped connection): 409 with its own problem type and a Retry-After, so a client can
+    tell it from an illegal transition, which no retry fixes."""
+    agent = world.client("agent")
+    first = _post(agent, "/api/v1/sources", SOURCE, "slow-1")
+    IdempotencyRecord.objects.filter(key="slow-1").update(response_status=0)  # still running
+    given = Written.now()
+
+    again = _post(agent, "/api/v1/sources", SOURCE, "slow-1")
+
+    assert first.status_code == 201
+    assert again.status_code == 409
+    assert again["Retry-After"] == "1"
+    assert again.json()["type"] == "https://memgov.dev/problems/idempotency-key-in-use"
+    assert again.json()["detail"] == "A request with this Idempotency-Key is still being processed."
+    assert Written.now() == given

@@ -134,9 +134,8 @@ def test_generated_scenarios_cover_scope_siblings_subject_tenant_time_and_revoca
     by_name = {c["scenario"]["name"]: c["scenario"] for c in gate}
     assert by_name["inapplicable: another subject"]["subject"] != "same"
     assert by_name["inapplicable: another tenant"]["tenant"] == "other"
-    assert (
-        by_name["inapplicable: outside its validity"]["valid_at"]
-        == (start - timedelta(days=1)).isoformat()
+    assert by_name["inapplicable: outside its validity"]["valid_at"] == iso(
+        start - timedelta(days=1)
     )
     assert by_name["revoked: basis withdrawn"]["revoke_basis"] is True
     assert flow.memory(memory["id"])["status"] == "active"
@@ -200,6 +199,7 @@ def test_the_checks_listing_has_the_contract_shape(flow: Flow):
         assert isinstance(check["detail"], str) and check["detail"]
         assert check["policy_version"] == "1"
         assert check["ran_at"].endswith("Z")
+        assert check["scenario"]["valid_at"].endswith("Z")  # UTC with Z, as everywhere
     assert [c["generated"] for c in checks if c["run"] == "gate"] == [True] * 5 + [False]
     assert flow.get("zed", f"/memories/{memory['id']}/checks").status_code == 404
 

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
-from core.models import ApiKey
+from core.models import ApiKey, IdempotencyRecord
 from memgov_client import RetryPolicy, ServerError, StaleVersion, Throttled, TransportFailed
 from memory.auth import PrincipalRateThrottle
 from memory.models import Source
@@ -33,6 +33,32 @@ def test_a_post_whose_answer_was_lost_is_retried_with_its_key_and_creates_one_so
     assert first_key and first_key == second_key
     assert list(Source.objects.values_list("pk", flat=True)) == [source["id"]]
     assert len(sleeps.waited) == 1
+
+
+def test_a_retry_that_finds_the_first_attempt_still_running_waits_and_gets_its_answer(
+    connect, sleeps
+):
+    """The answer was lost while the server was still at work: the retry is told so (409,
+    idempotency-key-in-use, Retry-After), waits, and then gets the first answer."""
+    network = DropsFirstAnswer()
+    agent = connect("agent", transport=network)
+    finished: list[int] = []
+
+    def still_running_once() -> None:
+        record = IdempotencyRecord.objects.get()
+        if not finished:  # the first wait: the server is "still at work" on attempt one
+            finished.append(record.response_status)
+            IdempotencyRecord.objects.filter(pk=record.pk).update(response_status=0)
+        else:  # the second wait: it has answered
+            IdempotencyRecord.objects.filter(pk=record.pk).update(response_status=finished[0])
+
+    sleeps.then = still_running_once
+
+    source = agent.record_source(kind="message", content="Deliver to 12 Elm Street.")
+
+    assert [s.status for s in network.sent] == [201, 409, 201]
+    assert sleeps.waited[1] == 1.0  # the server's Retry-After, honoured exactly
+    assert list(Source.objects.values_list("pk", flat=True)) == [source["id"]]
 
 
 def test_every_post_gets_its_own_idempotency_key(connect):

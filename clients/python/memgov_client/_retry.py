@@ -17,6 +17,9 @@ from memgov_client import errors
 from memgov_client._ops import Op
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# A 409 of this type: the first attempt of this very request still runs on the server (its
+# answer was lost on the way back); any other 409 is a real conflict and never retried.
+IN_PROGRESS_TYPE = "https://memgov.dev/problems/idempotency-key-in-use"
 # No answer arrived, or it broke off: the request may or may not have been handled.
 RETRY_EXCEPTIONS: tuple[type[Exception], ...] = (
     httpx.TimeoutException,
@@ -44,7 +47,7 @@ class RetryPolicy:
 
     def delay_after_response(self, attempt: int, response: httpx.Response) -> float | None:
         """Seconds to wait before the next attempt, or None to stop and return/raise."""
-        if response.status_code not in RETRY_STATUSES or attempt + 1 >= self.attempts:
+        if not _retryable(response) or attempt + 1 >= self.attempts:
             return None
         retry_after = errors.retry_after_seconds(response)
         if retry_after is None:
@@ -57,6 +60,18 @@ class RetryPolicy:
         if not isinstance(exc, RETRY_EXCEPTIONS) or attempt + 1 >= self.attempts:
             return None
         return self.backoff_delay(attempt)
+
+
+def _retryable(response: httpx.Response) -> bool:
+    if response.status_code in RETRY_STATUSES:
+        return True
+    if response.status_code != 409:
+        return False
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("type") == IN_PROGRESS_TYPE
 
 
 @dataclass(frozen=True)
