@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from io import BytesIO
+from typing import Any
 from urllib.parse import unquote_plus
 
 from django.conf import settings
@@ -39,12 +40,31 @@ def _body_refusal(request: HttpRequest) -> HttpResponse | None:
         return None
     # The WSGI server de-chunks (gunicorn does) but cannot give a length: read it here, once,
     # with the same limit, and hand the rest of Django an ordinary sized body.
-    body = request.META["wsgi.input"].read(limit + 1)
+    stream = request.META["wsgi.input"]
+    body = stream.read(limit + 1)
     if len(body) > limit:
-        return problem_response(413, f"Request body is larger than {limit} bytes.")
+        _drain(stream)
+        refusal = problem_response(413, f"Request body is larger than {limit} bytes.")
+        refusal["Connection"] = "close"
+        return refusal
     request.META["CONTENT_LENGTH"] = str(len(body))
     request._stream = BytesIO(body)  # Django reads the body from here
     return None
+
+
+# How much of an oversized chunked body is read and thrown away before the 413: a client
+# still sending when the server answers and closes gets a connection reset instead of the
+# answer. Bounded, so an endless stream cannot hold a worker.
+DRAIN_BYTES = 4 * 1024 * 1024
+
+
+def _drain(stream: Any) -> None:
+    left = DRAIN_BYTES
+    while left > 0:
+        chunk = stream.read(min(64 * 1024, left))
+        if not chunk:
+            return
+        left -= len(chunk)
 
 
 def _nul_refusal(request: HttpRequest) -> HttpResponse | None:
