@@ -147,6 +147,20 @@ def activation_lock_key(tenant_id: int, subject_id: str | None, field: str) -> i
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
+def _locked_while_checking(version_id: int) -> MemoryVersion | None:
+    """Lock the lineage, then the version (always in that order: no deadlock with the
+    other transitions); None when the version is no longer ``checking``, so a check run
+    delivered twice concludes once."""
+    item_id = MemoryVersion.objects.values_list("item_id", flat=True).get(pk=version_id)
+    MemoryItem.objects.select_for_update(no_key=True).get(pk=item_id)
+    version = (
+        MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("tenant", "item")
+        .get(pk=version_id)
+    )
+    return version if version.status == Status.CHECKING else None
+
+
 def version_activate(
     *,
     version_id: int,
@@ -160,16 +174,10 @@ def version_activate(
     so two items of one field cannot both pass it and activate into a conflict; a failure
     it reports ends the version in ``checks_failed`` instead."""
     with transaction.atomic(durable=True):
-        version = MemoryVersion.objects.select_related("item").get(pk=version_id)
-        item = version.item
-        MemoryItem.objects.select_for_update(no_key=True).get(pk=item.pk)
-        version = (
-            MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
-            .select_related("tenant")
-            .get(pk=version_id)
-        )
-        if version.status != Status.CHECKING:
+        version = _locked_while_checking(version_id)
+        if version is None:
             return False
+        item = version.item
         lock_subject_field(version)
         failure = regression(version) if regression is not None else None
         if failure is not None:
@@ -209,14 +217,8 @@ def version_activate(
 
 def version_fail_checks(*, version_id: int, actor: str, detail: str) -> bool:
     with transaction.atomic(durable=True):
-        version = MemoryVersion.objects.select_related("item").get(pk=version_id)
-        MemoryItem.objects.select_for_update(no_key=True).get(pk=version.item_id)
-        version = (
-            MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
-            .select_related("tenant")
-            .get(pk=version_id)
-        )
-        if version.status != Status.CHECKING:
+        version = _locked_while_checking(version_id)
+        if version is None:
             return False
         version_transition(version=version, to=Status.CHECKS_FAILED, actor=actor, reason=detail)
         after_checks_failed(version)
