@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from api.base import MemgovAPIView
 from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from core.errors import InvalidContent, NotFound
-from memory import entities, proposals, selectors, sources
+from memory import answers, entities, selectors
 from memory.models import MemoryKind, Status
 from memory.pagination import paginate
 from memory.serializers import (
@@ -33,26 +33,22 @@ _ANY_OBJECT = OpenApiTypes.OBJECT
 
 
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise InvalidContent({"request": ["the body must be a JSON object"]})
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
+    return answers.validated(serializer_class, request.data)
 
 
 def _memory_response(version: Any, status_code: int = 200) -> Response:
-    return Response(
-        memory_representation(version), status=status_code, headers={"ETag": f'"{version.number}"'}
-    )
+    return _answer_response(answers.MemoryAnswer(memory_representation(version)), status_code)
+
+
+def _answer_response(answer: answers.MemoryAnswer, status_code: int = 200) -> Response:
+    return Response(answer.body, status=status_code, headers={"ETag": answer.etag})
 
 
 class SourceCollectionView(MemgovAPIView):
     @extend_schema(request=SourceInput, responses={201: SourceOut}, operation_id="source_record")
     def post(self, request: Request) -> Response:
-        source = sources.source_record(
-            principal=self.principal(), data=_valid(SourceInput, request)
-        )
-        return Response(source_representation(source), status=status.HTTP_201_CREATED)
+        body = answers.source_recorded(self.principal(), request.data)
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class SourceDetailView(MemgovAPIView):
@@ -102,15 +98,7 @@ class EntityAliasView(MemgovAPIView):
 class EntityMatchView(MemgovAPIView):
     @extend_schema(request=MatchInput, responses={200: MatchOut}, operation_id="entity_match")
     def post(self, request: Request) -> Response:
-        data = _valid(MatchInput, request)
-        matches = selectors.entity_match(
-            principal=self.principal(), name=data["name"], kind=data.get("kind") or None
-        )
-        decision = {0: "none", 1: "matched"}.get(len(matches), "ambiguous")
-        candidates = [
-            {"id": e.pk, "kind": e.kind, "name": e.name, "matched_on": on} for e, on in matches
-        ]
-        return Response({"decision": decision, "candidates": candidates})
+        return Response(answers.entity_matched(self.principal(), request.data))
 
 
 def _memory_filters(request: Request) -> selectors.MemoryFilters:
@@ -158,17 +146,14 @@ class MemoryCollectionView(MemgovAPIView):
 
     @extend_schema(request=ProposalInput, responses={201: MemoryOut}, operation_id="memory_propose")
     def post(self, request: Request) -> Response:
-        principal = self.principal()
-        version = proposals.memory_propose(principal=principal, data=_valid(ProposalInput, request))
-        item = selectors.access_memory(principal, version.item_id)
-        return _memory_response(selectors.memory_head(item), status.HTTP_201_CREATED)
+        answer = answers.memory_proposed(self.principal(), request.data)
+        return _answer_response(answer, status.HTTP_201_CREATED)
 
 
 class MemoryDetailView(MemgovAPIView):
     @extend_schema(responses={200: MemoryOut}, operation_id="memory_get")
     def get(self, request: Request, memory_id: str) -> Response:
-        item = selectors.access_memory(self.principal(), memory_id)
-        return _memory_response(selectors.memory_head(item))
+        return _answer_response(answers.memory_head_answer(self.principal(), memory_id))
 
 
 class MemoryVersionsView(MemgovAPIView):
@@ -184,16 +169,10 @@ class MemoryVersionsView(MemgovAPIView):
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
     )
     def post(self, request: Request, memory_id: str) -> Response:
-        principal = self.principal()
-        item = selectors.access_memory(principal, memory_id)
-        data = _valid(CorrectionInput, request)
-        version = proposals.memory_correct(
-            principal=principal, item=item, if_match=request.headers.get("If-Match"), data=data
+        answer = answers.memory_corrected(
+            self.principal(), memory_id, request.headers.get("If-Match"), request.data
         )
-        return _memory_response(
-            selectors.memory_head(selectors.access_memory(principal, version.item_id)),
-            status.HTTP_201_CREATED,
-        )
+        return _answer_response(answer, status.HTTP_201_CREATED)
 
 
 class MemoryVersionDetailView(MemgovAPIView):

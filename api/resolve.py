@@ -19,26 +19,8 @@ from approvals.revalidation import (
     revalidation_request,
 )
 from core.errors import NotFound
-from memory import resolution, selectors
-from memory.retrievals import task_record
-from memory.serializers import ZonedDateTimeField, iso
-
-
-class ResolveInput(serializers.Serializer[Any]):
-    subject = serializers.CharField(max_length=40)
-    fields = serializers.ListField(  # type: ignore[assignment]  # declared fields leave the class
-        child=serializers.CharField(max_length=100),
-        required=False,
-        allow_empty=False,
-        max_length=100,
-    )
-    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
-        child=serializers.CharField(max_length=200), required=False
-    )
-    valid_at = ZonedDateTimeField(required=False, allow_null=True)
-    known_at = ZonedDateTimeField(required=False, allow_null=True)
-    task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
-    explain = serializers.BooleanField(required=False, default=False)
+from memory import answers, selectors
+from memory.serializers import ResolveInput, iso
 
 
 class PolicyInput(serializers.Serializer[Any]):
@@ -53,31 +35,13 @@ class RevalidateInput(serializers.Serializer[Any]):
 class ResolveView(MemgovAPIView):
     @extend_schema(request=ResolveInput, responses={200: ResolutionOut}, operation_id="resolve")
     def post(self, request: Request) -> Response:
-        principal = self.principal()
-        data = _valid(ResolveInput, request)
-        fields = data.get("fields")
-        body = resolution.resolve_for(
-            principal,
-            resolution.ResolveRequest(
-                subject=data["subject"],
-                context=data.get("context") or {},
-                fields=tuple(dict.fromkeys(fields)) if fields else None,
-                valid_at=data.get("valid_at"),
-                known_at=data.get("known_at"),
-                task_id=data.get("task_id") or None,
-                explain=data["explain"],
-            ),
-        )
-        return Response(body)
+        return Response(answers.resolved(self.principal(), request.data))
 
 
 class TaskView(MemgovAPIView):
     @extend_schema(responses={200: _ANY_OBJECT}, operation_id="task_get")
     def get(self, request: Request, task_id: str) -> Response:
-        record = task_record(self.principal(), task_id)
-        if record is None:
-            raise NotFound(f"No retrievals recorded for task {task_id}.")
-        return Response(record)
+        return Response(answers.task_checked(self.principal(), task_id))
 
 
 def _policy_body(policy: Any) -> dict[str, Any]:

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "audit",
     "api",
     "dashboard",
+    "agent_mcp",
 ]
 
 MIDDLEWARE = [
@@ -64,6 +65,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"  # the same site plus the MCP server at /mcp
 
 TEMPLATES = [
     {

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from rest_framework import authentication, exceptions, permissions, throttling
@@ -138,3 +139,20 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         if self._retry_after is not None:
             return self._retry_after
         return super().wait()
+
+
+@dataclass(frozen=True)
+class _Caller:
+    """All a throttle reads of a request: who calls (its ``auth``)."""
+
+    auth: Principal
+
+
+def throttle_wait(principal: Principal) -> float | None:
+    """For callers outside DRF (the MCP tools): None when this call may proceed, else the
+    seconds to wait. The same throttle and bucket as the REST API, so a key's calls count
+    once whichever surface they come through."""
+    throttle = PrincipalRateThrottle()
+    if throttle.allow_request(cast("Request", _Caller(principal)), cast("APIView", None)):
+        return None
+    return max(throttle.wait() or 1.0, 0.001)

@@ -76,16 +76,21 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
 
 
 def complete(record: IdempotencyRecord, response: Response) -> None:
-    if response.status_code >= 500:
-        record.delete()  # a failure of ours: let the retry run again
-        return
     headers: dict[str, Any] = {h: response[h] for h in _REPLAYED_HEADERS if response.has_header(h)}
     if response.content_type:
         headers["Content-Type"] = response.content_type
+    record_answer(record, response.status_code, response.data, headers)
+
+
+def record_answer(
+    record: IdempotencyRecord, status: int, body: Any, headers: dict[str, Any]
+) -> None:
+    """Keep the first answer for the retries (REST responses and MCP tool results alike)."""
+    if status >= 500:
+        record.delete()  # a failure of ours: let the retry run again
+        return
     IdempotencyRecord.objects.filter(pk=record.pk).update(
-        response_status=response.status_code,
-        response_body=response.data,
-        response_headers=headers,
+        response_status=status, response_body=body, response_headers=headers
     )
 
 

@@ -131,6 +131,23 @@ class CorrectionInput(_ContentInput):
             self.fields[name].required = False
 
 
+class ResolveInput(serializers.Serializer[Any]):
+    subject = serializers.CharField(max_length=40)
+    fields = serializers.ListField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=100),
+        required=False,
+        allow_empty=False,
+        max_length=100,
+    )
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=200), required=False
+    )
+    valid_at = ZonedDateTimeField(required=False, allow_null=True)
+    known_at = ZonedDateTimeField(required=False, allow_null=True)
+    task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    explain = serializers.BooleanField(required=False, default=False)
+
+
 def source_representation(source: Source) -> dict[str, Any]:
     return {
         "id": source.pk,

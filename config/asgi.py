@@ -1,0 +1,42 @@
+"""The ASGI application (uvicorn, alone or as gunicorn's workers): the MCP server at
+``/mcp`` (``agent_mcp``) and Django for everything else."""
+
+import os
+from contextlib import AsyncExitStack
+
+from django.core.asgi import get_asgi_application
+from starlette.types import Receive, Scope, Send
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django_application = get_asgi_application()  # sets Django up before the MCP app loads
+
+from agent_mcp.http import McpHttpApp  # noqa: E402 - needs the apps loaded above
+
+mcp_application = McpHttpApp()
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Django has no lifespan; the MCP session manager needs its task group running."""
+    async with AsyncExitStack() as stack:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await stack.enter_async_context(mcp_application.lifespan())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _is_mcp(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+async def application(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+    elif scope["type"] == "http" and _is_mcp(scope["path"]):
+        await mcp_application(scope, receive, send)
+    else:
+        await django_application(scope, receive, send)

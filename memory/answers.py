@@ -1,0 +1,108 @@
+"""The answers an agent gets, whatever surface it calls through (the REST views in ``api``
+and the MCP tools in ``agent_mcp``): validate the input, call the one service or selector,
+represent the result. Both surfaces call these, so they cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rest_framework import serializers
+
+from core.errors import InvalidContent, NotFound
+from core.principals import Principal
+from memory import proposals, resolution, selectors, sources
+from memory.retrievals import task_record
+from memory.serializers import (
+    CorrectionInput,
+    MatchInput,
+    ProposalInput,
+    ResolveInput,
+    SourceInput,
+    memory_representation,
+    source_representation,
+)
+
+
+def validated(serializer_class: type[serializers.Serializer[Any]], data: Any) -> dict[str, Any]:
+    """The input as the serializer accepts it; anything else is a 422 naming the fields."""
+    if not isinstance(data, dict):
+        raise InvalidContent({"request": ["the body must be a JSON object"]})
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+@dataclass(frozen=True)
+class MemoryAnswer:
+    """A memory representation and its version, which REST sends as ``ETag``."""
+
+    body: dict[str, Any]
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.body["version"]}"'
+
+
+def source_recorded(principal: Principal, data: Any) -> dict[str, Any]:
+    source = sources.source_record(principal=principal, data=validated(SourceInput, data))
+    return source_representation(source)
+
+
+def entity_matched(principal: Principal, data: Any) -> dict[str, Any]:
+    """``matched`` only when exactly one entity has that name or alias (API.md, Entities)."""
+    valid = validated(MatchInput, data)
+    matches = selectors.entity_match(
+        principal=principal, name=valid["name"], kind=valid.get("kind") or None
+    )
+    decision = {0: "none", 1: "matched"}.get(len(matches), "ambiguous")
+    candidates = [
+        {"id": e.pk, "kind": e.kind, "name": e.name, "matched_on": on} for e, on in matches
+    ]
+    return {"decision": decision, "candidates": candidates}
+
+
+def memory_head_answer(principal: Principal, memory_id: str) -> MemoryAnswer:
+    item = selectors.access_memory(principal, memory_id)
+    return MemoryAnswer(memory_representation(selectors.memory_head(item)))
+
+
+def memory_proposed(principal: Principal, data: Any) -> MemoryAnswer:
+    version = proposals.memory_propose(principal=principal, data=validated(ProposalInput, data))
+    return memory_head_answer(principal, version.item_id)
+
+
+def memory_corrected(
+    principal: Principal, memory_id: str, if_match: str | None, data: Any
+) -> MemoryAnswer:
+    item = selectors.access_memory(principal, memory_id)
+    valid = validated(CorrectionInput, data)
+    version = proposals.memory_correct(
+        principal=principal, item=item, if_match=if_match, data=valid
+    )
+    return memory_head_answer(principal, version.item_id)
+
+
+def resolved(principal: Principal, data: Any) -> dict[str, Any]:
+    valid = validated(ResolveInput, data)
+    fields = valid.get("fields")
+    return resolution.resolve_for(
+        principal,
+        resolution.ResolveRequest(
+            subject=valid["subject"],
+            context=valid.get("context") or {},
+            fields=tuple(dict.fromkeys(fields)) if fields else None,
+            valid_at=valid.get("valid_at"),
+            known_at=valid.get("known_at"),
+            task_id=valid.get("task_id") or None,
+            explain=valid["explain"],
+        ),
+    )
+
+
+def task_checked(principal: Principal, task_id: str) -> Mapping[str, Any]:
+    record = task_record(principal, task_id)
+    if record is None:
+        raise NotFound(f"No retrievals recorded for task {task_id}.")
+    return record
