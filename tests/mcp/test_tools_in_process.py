@@ -21,6 +21,7 @@ from memory.serializers import (
     ResolveInput,
     SourceInput,
 )
+from tests.api.test_throttling import _forget as forget_bucket
 from tests.conftest import World, iso, later
 from tests.mcp.support import TOOL_NAMES, InProcess, answer, problem
 
@@ -249,6 +250,8 @@ def test_a_tool_write_is_audited_with_the_agent_as_actor(world):
 
 def test_tool_calls_share_the_keys_rest_throttle(world, monkeypatch):
     monkeypatch.setattr(PrincipalRateThrottle, "THROTTLE_RATES", {"principal": "3/min"})
+    for name in ("agent", "rita"):
+        forget_bucket(world.keys[name])
     agent = InProcess(world.keys["agent"])
 
     for _ in range(2):

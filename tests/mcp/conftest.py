@@ -1,0 +1,143 @@
+"""A live Memgov for MCP sessions: ``uvicorn config.asgi:application`` (the REST API and
+``/mcp``) and a ``celery -A config worker``, both on the test database and on a private
+``redis-server`` (broker and cache), so no other test run's worker takes their tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cache.conftest import RedisServer, database_url, free_port, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "var" / "test"
+
+
+@dataclass
+class Live:
+    base: str
+    env: dict[str, str]
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.base}/mcp"
+
+    def call(self, method: str, path: str, key: str | None, body: Any = None) -> tuple[int, Any]:
+        """A plain HTTP call (the REST API, or a raw POST to /mcp)."""
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(  # noqa: S310 - our own loopback server
+            f"{self.base}{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers=headers,
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+
+def _start(command: list[str], env: dict[str, str], name: str) -> subprocess.Popen[bytes]:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    with (LOGS / f"{name}.log").open("wb") as log:
+        return subprocess.Popen(  # noqa: S603 - the project's own server and worker
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+
+
+def _answers(live: Live, process: subprocess.Popen[bytes]) -> bool:
+    assert process.poll() is None, "uvicorn exited; see var/test/mcp-uvicorn-*.log"
+    try:
+        with urllib.request.urlopen(f"{live.base}/healthz", timeout=2):  # noqa: S310
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
+    redis = RedisServer()
+    redis.start()
+    port = free_port()
+    with django_db_blocker.unblock():
+        db_url = database_url()
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "REDIS_URL": redis.url,
+        "MEMGOV_CACHE_REDIS_DB": "1",
+        "MEMGOV_BROKER_REDIS_DB": "2",
+        "SECRET_KEY": "test-only-secret-key-for-the-mcp-server",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DEBUG": "false",
+        "EMAIL_URL": "dummy://",
+        "MEMGOV_THROTTLE_RATE": "1000000/min",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    live = Live(base=f"http://127.0.0.1:{port}", env=env)
+    server = _start(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "config.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env,
+        f"mcp-uvicorn-{port}",
+    )
+    worker = _start(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--without-mingle",
+            "--without-gossip",
+            "--loglevel=WARNING",
+            "-n",
+            f"mcp-{uuid.uuid4().hex[:8]}@%h",
+        ],
+        env,
+        f"mcp-worker-{port}",
+    )
+    live.processes += [server, worker]
+    try:
+        wait_until(lambda: _answers(live, server), timeout=90, what="uvicorn to answer /healthz")
+        yield live
+    finally:
+        for process in live.processes:
+            process.terminate()
+        for process in live.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        redis.stop()
