@@ -3,14 +3,17 @@
 
 import os
 from contextlib import AsyncExitStack
+from typing import cast
 
 from django.core.asgi import get_asgi_application
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_application = get_asgi_application()  # sets Django up before the MCP app loads
+# Sets Django up before the MCP app loads; its handler is a plain ASGI app (stubs are narrower).
+django_application = cast("ASGIApp", get_asgi_application())
 
 from agent_mcp.http import McpHttpApp  # noqa: E402 - needs the apps loaded above
+from config.boundary import AsgiBodyBoundary  # noqa: E402
 
 mcp_application = McpHttpApp()
 
@@ -33,10 +36,13 @@ def _is_mcp(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
 
 
-async def application(scope: Scope, receive: Receive, send: Send) -> None:
+async def _route(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
     elif scope["type"] == "http" and _is_mcp(scope["path"]):
         await mcp_application(scope, receive, send)
     else:
         await django_application(scope, receive, send)
+
+
+application = AsgiBodyBoundary(_route)

@@ -10,6 +10,8 @@ from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config.problems import problem_response
 from core.inputs import strict_int
@@ -40,7 +42,9 @@ def _body_refusal(request: HttpRequest) -> HttpResponse | None:
         return None
     # The WSGI server de-chunks (gunicorn does) but cannot give a length: read it here, once,
     # with the same limit, and hand the rest of Django an ordinary sized body.
-    stream = request.META["wsgi.input"]
+    stream = request.META.get("wsgi.input")
+    if stream is None:  # ASGI: AsgiBodyBoundary has already sized it
+        return None
     body = stream.read(limit + 1)
     if len(body) > limit:
         _drain(stream)
@@ -93,3 +97,68 @@ def _form_values(request: HttpRequest) -> Iterator[str]:
     for key, values in request.POST.lists():
         yield key
         yield from values
+
+
+class AsgiBodyBoundary:
+    """The body limit under ASGI (``config.asgi``), before Django's handler, which reads a
+    whole body into a spooled file before any middleware runs. A declared length over the
+    limit is refused unread; a chunked body is read here under the limit and handed on with
+    its length, as gunicorn's sync workers and ``_body_refusal`` do under WSGI."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit: int = settings.MAX_REQUEST_BODY_BYTES
+        headers = Headers(scope=scope)
+        declared = strict_int(headers.get("content-length") or "")
+        if declared is not None and declared > limit:
+            await _asgi_problem(send, 413, f"Request body is larger than {limit} bytes.")
+            return
+        if declared is not None or "chunked" not in headers.get("transfer-encoding", "").lower():
+            await self.app(scope, receive, send)
+            return
+        await self._sized(scope, receive, send, limit)
+
+    async def _sized(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        body, more = bytearray(), True
+        while more and len(body) <= limit:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+        if len(body) > limit:
+            left = DRAIN_BYTES
+            while more and left > 0:
+                message = await receive()
+                left -= len(message.get("body", b""))
+                more = message["type"] == "http.request" and bool(message.get("more_body"))
+            await _asgi_problem(
+                send, 413, f"Request body is larger than {limit} bytes.", close=True
+            )
+            return
+        sized = [(k, v) for k, v in scope["headers"] if k.lower() != b"transfer-encoding"]
+        sized.append((b"content-length", str(len(body)).encode()))
+        handed: list[bool] = []
+
+        async def replay() -> Message:
+            if not handed:
+                handed.append(True)
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app({**scope, "headers": sized}, replay, send)
+
+
+async def _asgi_problem(send: Send, status: int, detail: str, *, close: bool = False) -> None:
+    response = problem_response(status, detail)
+    headers = [(b"content-type", response["Content-Type"].encode())]
+    headers.append((b"content-length", str(len(response.content)).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.content})

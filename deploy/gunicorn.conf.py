@@ -12,7 +12,9 @@ from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+# uvicorn in every worker process (config.workers): one event loop per worker serves the
+# site and the MCP server at /mcp; blocking Django code runs in its threads (asgiref).
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.workers.MemgovUvicornWorker")
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5

@@ -1,18 +1,41 @@
 """Issue 11, point 5, end to end: gunicorn de-chunks a request without Content-Length, and
-the input boundary reads it under the same 256 KiB limit instead of seeing no body."""
+the input boundary reads it under the same 256 KiB limit instead of seeing no body — with
+the sync workers on ``config.wsgi`` and with the uvicorn workers on ``config.asgi`` (the
+production setup since the MCP server, where ``config.boundary.AsgiBodyBoundary`` does it)."""
 
 from __future__ import annotations
 
 import http.client
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests.cache.conftest import Gunicorn
+from tests.cache.conftest import Gunicorn, RedisServer
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
+
+
+ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
+
+
+@pytest.fixture(scope="module", params=["wsgi", "asgi"])
+def gunicorn_server(
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    django_db_setup: Any,
+    django_db_blocker: Any,
+) -> Iterator[Gunicorn]:
+    if request.param == "wsgi":
+        server = Gunicorn(redis_server.url)
+    else:
+        server = Gunicorn(
+            redis_server.url, app="config.asgi:application", GUNICORN_CMD_ARGS=ASGI_WORKERS
+        )
+    yield server
+    server.stop()
 
 
 def _chunks(body: bytes, size: int = 8192) -> Iterator[bytes]:
