@@ -1,5 +1,6 @@
-"""``make run``: migrate, load the demo tenant, start the web server, a Celery worker and
-beat on the embedded broker (or on REDIS_URL), print how to log in; Ctrl-C stops all."""
+"""``make run``: migrate, load the demo tenant, start the web server (the site, the API and
+the MCP server at ``/mcp``), a Celery worker and beat on the embedded broker (or on
+REDIS_URL), print how to log in; Ctrl-C stops all."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def main() -> int:
         subprocess.Popen(  # noqa: S603 - fixed command line
             [
                 str(BIN / "gunicorn"),
-                "config.wsgi:application",
+                "config.asgi:application",  # the site and the MCP server at /mcp
+                "--worker-class",
+                "config.workers.MemgovUvicornWorker",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",
@@ -80,7 +83,8 @@ def main() -> int:
         ),
     ]
     time.sleep(2)
-    print(f"\nMemgov is running at http://127.0.0.1:{port}/  (API docs: /api/docs/)\n")
+    print(f"\nMemgov is running at http://127.0.0.1:{port}/  (API docs: /api/docs/)")
+    print(f"MCP server (streamable HTTP): http://127.0.0.1:{port}/mcp  (README, MCP)\n")
     print(demo, flush=True)
     print("Press Ctrl-C to stop the web server, the worker and beat.", flush=True)
 
