@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import connections
 from rest_framework import exceptions
 
 from agent_mcp.tools import BY_NAME, ToolSpec
@@ -32,6 +32,14 @@ class Outcome:
 
     body: dict[str, Any]
     is_error: bool
+
+
+def fresh_connections() -> None:
+    """What Django does around each request (drop broken or expired connections), except
+    for a connection inside a transaction: that is a caller's (a test's) and stays."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
 
 
 def authenticate(raw_key: str | None) -> Principal:
@@ -86,7 +94,7 @@ def _run_once(tool: ToolSpec, principal: Principal, args: dict[str, Any], key: s
 
 
 def call_tool(raw_key: str | None, name: str, arguments: dict[str, Any] | None) -> Outcome:
-    close_old_connections()  # what Django does around every request
+    fresh_connections()
     try:
         principal = authenticate(raw_key)
         wait = throttle_wait(principal)
@@ -103,16 +111,16 @@ def call_tool(raw_key: str | None, name: str, arguments: dict[str, Any] | None) 
     except Exception as exc:  # authentication, throttling, idempotency conflicts
         return Outcome(problem(exc), is_error=True)
     finally:
-        close_old_connections()
+        fresh_connections()
 
 
 def check_key(raw_key: str | None) -> str | None:
     """None when the key may connect, else why not (the stdio command's start check)."""
-    close_old_connections()
+    fresh_connections()
     try:
         authenticate(raw_key)
     except exceptions.AuthenticationFailed as exc:
         return str(exc.detail)
     finally:
-        close_old_connections()
+        fresh_connections()
     return None
