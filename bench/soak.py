@@ -53,6 +53,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -126,7 +127,7 @@ class Stack:
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("ab")
-        return subprocess.Popen(  # noqa: S603 - our own programs
+        return subprocess.Popen(
             argv, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
@@ -260,7 +261,9 @@ class Client:
         body = answer.json()
         return {f["memory_id"] for f in body["facts"]} | {p["memory_id"] for p in body["plans"]}
 
-    def check_not_served(self, subject: str, memory_ids: list[str], context: dict[str, str]) -> None:
+    def check_not_served(
+        self, subject: str, memory_ids: list[str], context: dict[str, str]
+    ) -> None:
         """A resolve sent after the retire/revoke returned must not list the items."""
         served = self.resolve(subject, context)
         if served is None:
@@ -445,8 +448,6 @@ def checker(client: Client, stop: threading.Event) -> None:
 
 
 def _recreate_database(url: str) -> None:
-    import psycopg  # noqa: PLC0415 - only the bench needs a raw connection
-
     name = urlsplit(url).path.lstrip("/")
     admin = urlsplit(url)._replace(path="/postgres").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -455,7 +456,7 @@ def _recreate_database(url: str) -> None:
 
 
 def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(  # noqa: S603 - the project's own manage.py
+    done = subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
         text=True, check=True,
     )  # fmt: skip
@@ -463,8 +464,6 @@ def _manage(env: dict[str, str], *args: str) -> str:
 
 
 def _count_checking(env: dict[str, str]) -> int:
-    import psycopg  # noqa: PLC0415 - only the bench needs a raw connection
-
     with psycopg.connect(env["DATABASE_URL"]) as conn:
         row = conn.execute(
             "SELECT count(*) FROM memory_memoryversion WHERE status = 'checking'"
