@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
+from api.openapi import REQUEST_EXAMPLES, EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from core.errors import InvalidContent, NotFound
 from memory import entities, proposals, selectors, sources
 from memory.models import MemoryKind, Status
@@ -29,7 +28,6 @@ from memory.serializers import (
 )
 
 # Responses are documented as JSON objects; their members are listed in API.md.
-_ANY_OBJECT = OpenApiTypes.OBJECT
 
 
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
@@ -47,7 +45,12 @@ def _memory_response(version: Any, status_code: int = 200) -> Response:
 
 
 class SourceCollectionView(MemgovAPIView):
-    @extend_schema(request=SourceInput, responses={201: SourceOut}, operation_id="source_record")
+    @extend_schema(
+        request=SourceInput,
+        responses={201: SourceOut},
+        operation_id="source_record",
+        examples=REQUEST_EXAMPLES["source_record"],
+    )
     def post(self, request: Request) -> Response:
         source = sources.source_record(
             principal=self.principal(), data=_valid(SourceInput, request)
@@ -62,7 +65,12 @@ class SourceDetailView(MemgovAPIView):
 
 
 class EntityCollectionView(MemgovAPIView):
-    @extend_schema(request=EntityInput, responses={201: EntityOut}, operation_id="entity_create")
+    @extend_schema(
+        request=EntityInput,
+        responses={201: EntityOut},
+        operation_id="entity_create",
+        examples=REQUEST_EXAMPLES["entity_create"],
+    )
     def post(self, request: Request) -> Response:
         data = _valid(EntityInput, request)
         entity = entities.entity_create(
@@ -83,7 +91,12 @@ class EntityDetailView(MemgovAPIView):
 
 
 class EntityAliasView(MemgovAPIView):
-    @extend_schema(request=AliasInput, responses={201: EntityOut}, operation_id="entity_alias_add")
+    @extend_schema(
+        request=AliasInput,
+        responses={201: EntityOut},
+        operation_id="entity_alias_add",
+        examples=REQUEST_EXAMPLES["entity_alias_add"],
+    )
     def post(self, request: Request, entity_id: str) -> Response:
         principal = self.principal()
         entity = selectors.access_entity(principal, entity_id)
@@ -100,7 +113,12 @@ class EntityAliasView(MemgovAPIView):
 
 
 class EntityMatchView(MemgovAPIView):
-    @extend_schema(request=MatchInput, responses={200: MatchOut}, operation_id="entity_match")
+    @extend_schema(
+        request=MatchInput,
+        responses={200: MatchOut},
+        operation_id="entity_match",
+        examples=REQUEST_EXAMPLES["entity_match"],
+    )
     def post(self, request: Request) -> Response:
         data = _valid(MatchInput, request)
         matches = selectors.entity_match(
@@ -156,7 +174,12 @@ class MemoryCollectionView(MemgovAPIView):
             )
         )
 
-    @extend_schema(request=ProposalInput, responses={201: MemoryOut}, operation_id="memory_propose")
+    @extend_schema(
+        request=ProposalInput,
+        responses={201: MemoryOut},
+        operation_id="memory_propose",
+        examples=REQUEST_EXAMPLES["memory_propose"],
+    )
     def post(self, request: Request) -> Response:
         principal = self.principal()
         version = proposals.memory_propose(principal=principal, data=_valid(ProposalInput, request))
@@ -181,6 +204,7 @@ class MemoryVersionsView(MemgovAPIView):
         request=CorrectionInput,
         responses={201: MemoryOut},
         operation_id="memory_correct",
+        examples=REQUEST_EXAMPLES["memory_correct"],
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
     )
     def post(self, request: Request, memory_id: str) -> Response:
