@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.openapi import EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
+from api.openapi import REQUEST_EXAMPLES, EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
 from core.errors import InvalidContent, NotFound
 from memory import answers, entities, selectors
 from memory.models import MemoryKind, Status
@@ -29,7 +28,6 @@ from memory.serializers import (
 )
 
 # Responses are documented as JSON objects; their members are listed in API.md.
-_ANY_OBJECT = OpenApiTypes.OBJECT
 
 
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
@@ -45,7 +43,12 @@ def _answer_response(answer: answers.MemoryAnswer, status_code: int = 200) -> Re
 
 
 class SourceCollectionView(MemgovAPIView):
-    @extend_schema(request=SourceInput, responses={201: SourceOut}, operation_id="source_record")
+    @extend_schema(
+        request=SourceInput,
+        responses={201: SourceOut},
+        operation_id="source_record",
+        examples=REQUEST_EXAMPLES["source_record"],
+    )
     def post(self, request: Request) -> Response:
         body = answers.source_recorded(self.principal(), request.data)
         return Response(body, status=status.HTTP_201_CREATED)
@@ -58,7 +61,12 @@ class SourceDetailView(MemgovAPIView):
 
 
 class EntityCollectionView(MemgovAPIView):
-    @extend_schema(request=EntityInput, responses={201: EntityOut}, operation_id="entity_create")
+    @extend_schema(
+        request=EntityInput,
+        responses={201: EntityOut},
+        operation_id="entity_create",
+        examples=REQUEST_EXAMPLES["entity_create"],
+    )
     def post(self, request: Request) -> Response:
         data = _valid(EntityInput, request)
         entity = entities.entity_create(
@@ -79,7 +87,12 @@ class EntityDetailView(MemgovAPIView):
 
 
 class EntityAliasView(MemgovAPIView):
-    @extend_schema(request=AliasInput, responses={201: EntityOut}, operation_id="entity_alias_add")
+    @extend_schema(
+        request=AliasInput,
+        responses={201: EntityOut},
+        operation_id="entity_alias_add",
+        examples=REQUEST_EXAMPLES["entity_alias_add"],
+    )
     def post(self, request: Request, entity_id: str) -> Response:
         principal = self.principal()
         entity = selectors.access_entity(principal, entity_id)
@@ -96,7 +109,12 @@ class EntityAliasView(MemgovAPIView):
 
 
 class EntityMatchView(MemgovAPIView):
-    @extend_schema(request=MatchInput, responses={200: MatchOut}, operation_id="entity_match")
+    @extend_schema(
+        request=MatchInput,
+        responses={200: MatchOut},
+        operation_id="entity_match",
+        examples=REQUEST_EXAMPLES["entity_match"],
+    )
     def post(self, request: Request) -> Response:
         return Response(answers.entity_matched(self.principal(), request.data))
 
@@ -144,7 +162,12 @@ class MemoryCollectionView(MemgovAPIView):
             )
         )
 
-    @extend_schema(request=ProposalInput, responses={201: MemoryOut}, operation_id="memory_propose")
+    @extend_schema(
+        request=ProposalInput,
+        responses={201: MemoryOut},
+        operation_id="memory_propose",
+        examples=REQUEST_EXAMPLES["memory_propose"],
+    )
     def post(self, request: Request) -> Response:
         answer = answers.memory_proposed(self.principal(), request.data)
         return _answer_response(answer, status.HTTP_201_CREATED)
@@ -166,6 +189,7 @@ class MemoryVersionsView(MemgovAPIView):
         request=CorrectionInput,
         responses={201: MemoryOut},
         operation_id="memory_correct",
+        examples=REQUEST_EXAMPLES["memory_correct"],
         parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
     )
     def post(self, request: Request, memory_id: str) -> Response:

@@ -10,8 +10,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.memory import _ANY_OBJECT, _valid
-from api.openapi import PolicyOut, PublishedPolicyOut, ResolutionOut, RevalidationStartedOut
+from api.memory import _valid
+from api.openapi import (
+    REQUEST_EXAMPLES,
+    PolicyOut,
+    PublishedPolicyOut,
+    ResolutionOut,
+    RevalidationOut,
+    RevalidationStartedOut,
+    TaskOut,
+)
 from approvals.models import Revalidation
 from approvals.revalidation import (
     may_see_flagged,
@@ -33,13 +41,18 @@ class RevalidateInput(serializers.Serializer[Any]):
 
 
 class ResolveView(MemgovAPIView):
-    @extend_schema(request=ResolveInput, responses={200: ResolutionOut}, operation_id="resolve")
+    @extend_schema(
+        request=ResolveInput,
+        responses={200: ResolutionOut},
+        operation_id="resolve",
+        examples=REQUEST_EXAMPLES["resolve"],
+    )
     def post(self, request: Request) -> Response:
         return Response(answers.resolved(self.principal(), request.data))
 
 
 class TaskView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="task_get")
+    @extend_schema(responses={200: TaskOut}, operation_id="task_get")
     def get(self, request: Request, task_id: str) -> Response:
         return Response(answers.task_checked(self.principal(), task_id))
 
@@ -62,7 +75,10 @@ class PolicyView(MemgovAPIView):
         return Response({**body, "revalidation_failure": tenant.revalidation_failure})
 
     @extend_schema(
-        request=PolicyInput, responses={201: PublishedPolicyOut}, operation_id="policy_publish"
+        request=PolicyInput,
+        responses={201: PublishedPolicyOut},
+        operation_id="policy_publish",
+        examples=REQUEST_EXAMPLES["policy_publish"],
     )
     def post(self, request: Request) -> Response:
         principal = self.principal()
@@ -80,6 +96,7 @@ class RevalidateView(MemgovAPIView):
         request=RevalidateInput,
         responses={202: RevalidationStartedOut},
         operation_id="policy_revalidate",
+        examples=REQUEST_EXAMPLES["policy_revalidate"],
     )
     def post(self, request: Request) -> Response:
         data = _valid(RevalidateInput, request)
@@ -88,7 +105,7 @@ class RevalidateView(MemgovAPIView):
 
 
 class RevalidationView(MemgovAPIView):
-    @extend_schema(responses={200: _ANY_OBJECT}, operation_id="revalidation_get")
+    @extend_schema(responses={200: RevalidationOut}, operation_id="revalidation_get")
     def get(self, request: Request, job_id: str) -> Response:
         principal = self.principal()
         job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()

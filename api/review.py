@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.memory import _ANY_OBJECT, _memory_response, _valid
-from api.openapi import CheckOut, MemoryOut, RetiredOut, SourceOut
+from api.memory import _memory_response, _valid
+from api.openapi import REQUEST_EXAMPLES, CheckOut, MemoryOut, RetiredOut, ScenarioOut, SourceOut
 from approvals import services
 from approvals.models import CheckResult
 from memory import selectors
@@ -45,7 +45,12 @@ def _head(view: MemgovAPIView, memory_id: str) -> Response:
 
 
 class ApproveView(MemgovAPIView):
-    @extend_schema(request=CommentInput, responses={200: MemoryOut}, operation_id="memory_approve")
+    @extend_schema(
+        request=CommentInput,
+        responses={200: MemoryOut},
+        operation_id="memory_approve",
+        examples=REQUEST_EXAMPLES["memory_approve"],
+    )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(CommentInput, request)
@@ -56,7 +61,12 @@ class ApproveView(MemgovAPIView):
 
 
 class RejectView(MemgovAPIView):
-    @extend_schema(request=ReasonInput, responses={200: MemoryOut}, operation_id="memory_reject")
+    @extend_schema(
+        request=ReasonInput,
+        responses={200: MemoryOut},
+        operation_id="memory_reject",
+        examples=REQUEST_EXAMPLES["memory_reject"],
+    )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(ReasonInput, request)
@@ -65,7 +75,12 @@ class RejectView(MemgovAPIView):
 
 
 class RetireView(MemgovAPIView):
-    @extend_schema(request=RetireInput, responses={200: RetiredOut}, operation_id="memory_retire")
+    @extend_schema(
+        request=RetireInput,
+        responses={200: RetiredOut},
+        operation_id="memory_retire",
+        examples=REQUEST_EXAMPLES["memory_retire"],
+    )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(RetireInput, request)
@@ -89,7 +104,10 @@ class RecheckView(MemgovAPIView):
 
 class ScenariosView(MemgovAPIView):
     @extend_schema(
-        request=ScenarioInput, responses={201: _ANY_OBJECT}, operation_id="memory_scenario_add"
+        request=ScenarioInput,
+        responses={201: ScenarioOut},
+        operation_id="memory_scenario_add",
+        examples=REQUEST_EXAMPLES["memory_scenario_add"],
     )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
@@ -127,7 +145,10 @@ class ChecksView(MemgovAPIView):
 
 class LinkSubjectView(MemgovAPIView):
     @extend_schema(
-        request=LinkInput, responses={200: MemoryOut}, operation_id="memory_link_subject"
+        request=LinkInput,
+        responses={200: MemoryOut},
+        operation_id="memory_link_subject",
+        examples=REQUEST_EXAMPLES["memory_link_subject"],
     )
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
@@ -142,6 +163,7 @@ class SourceRevokeView(MemgovAPIView):
     @extend_schema(
         request=ReasonInput,
         operation_id="source_revoke",
+        examples=REQUEST_EXAMPLES["source_revoke"],
         responses={
             200: inline_serializer(
                 "Revoked",
@@ -168,6 +190,7 @@ class SourceVisibilityView(MemgovAPIView):
     @extend_schema(
         request=VisibilityInput,
         operation_id="source_visibility_change",
+        examples=REQUEST_EXAMPLES["source_visibility_change"],
         description=(
             "The original data's access changed: set the source's visibility labels "
             "(user with retire_memory). Every memory built on it follows on the next "

@@ -1,7 +1,10 @@
 """Schemathesis against a live server (issue 11): gunicorn on the configured database and
 Redis (DATABASE_URL / REDIS_URL; SQLite and no Redis otherwise), the demo tenant loaded,
-one agent key and one reviewer key. Checks: no server error, responses and status codes as
-the OpenAPI schema declares.
+one agent key and one reviewer key, a Celery worker. Before the run, fixtures are created
+through the API (scripts/fuzz_seed.py: memories in several states, an approval, a task that
+used memory, a re-validation) and the id path parameters are drawn from them
+(scripts/fuzz_hooks.py), so id endpoints are exercised beyond 404. Checks: no server
+error, responses and status codes as the OpenAPI schema declares.
 
     .venv/bin/python scripts/fuzz.py            # bounded: FUZZ_EXAMPLES=20 (CI, ~2 min)
     make fuzz                                   # longer: FUZZ_EXAMPLES=300
@@ -74,9 +77,25 @@ def main() -> int:
         cwd=ROOT,
         env=env,
     )  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency", "1",
+         "--loglevel", "WARNING"],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
     failed = False
     try:
         _wait(f"{base}/healthz")
+        fixtures = var / "fixtures.json"
+        subprocess.run(  # noqa: S603 - the fixtures, through the API
+            [sys.executable, "-m", "scripts.fuzz_seed", base, keys["agent"], keys["reviewer"],
+             str(fixtures)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )  # fmt: skip
+        env["FUZZ_FIXTURES"] = str(fixtures)
+        env["SCHEMATHESIS_HOOKS"] = "scripts.fuzz_hooks"
         examples = os.environ.get("FUZZ_EXAMPLES", "20")
         for who, key in keys.items():
             print(f"--- schemathesis as the {who}", flush=True)
@@ -92,8 +111,10 @@ def main() -> int:
             )  # fmt: skip
             failed |= run.returncode != 0
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for proc in (server, worker):
+            proc.terminate()
+        for proc in (server, worker):
+            proc.wait(timeout=60)
     return 1 if failed else 0
 
 
