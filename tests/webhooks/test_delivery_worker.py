@@ -94,9 +94,7 @@ def test_retiring_a_used_rule_sends_one_retired_event_and_one_per_flagged_task(
     }
     tasks = receiver.events("task.needs_reverification")
     assert sorted(e["data"]["task_id"] for e in tasks) == ["renewal-1", "renewal-2"]
-    assert {(e["data"]["memory_id"], e["data"]["event"]) for e in tasks} == {
-        (memory_id, "retired")
-    }
+    assert {(e["data"]["memory_id"], e["data"]["event"]) for e in tasks} == {(memory_id, "retired")}
     # Ids, statuses and reasons; never the value or the statement.
     assert all("follow exception" not in r.body.decode() for r in receiver.all())
     ids = [r.headers["webhook-id"] for r in receiver.all()]
