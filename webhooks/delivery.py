@@ -196,9 +196,13 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: datetime) -
             body=body,
         )
         try:
-            with httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
-                response = client.post(endpoint.url, content=body, headers=headers)
-            status_code = response.status_code
+            # Streamed and closed unread: only the status counts, and a receiver cannot
+            # make us hold a large answer in memory.
+            with (
+                httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client,
+                client.stream("POST", endpoint.url, content=body, headers=headers) as response,
+            ):
+                status_code = response.status_code
             if not 200 <= status_code < 300:
                 error = f"HTTP {status_code}"
         except httpx.TimeoutException:

@@ -23,6 +23,7 @@ class Received:
     at: float
     verified_with: list[str]
     answered: int
+    path: str = ""
 
     @property
     def event(self) -> dict[str, Any]:
@@ -35,9 +36,10 @@ class Receiver:
     secrets: list[str] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
+    delay: float = 0.0  # seconds before answering
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def handle(self, headers: dict[str, str], body: bytes) -> int:
+    def handle(self, headers: dict[str, str], body: bytes, path: str = "") -> int:
         verified = []
         for secret in self.secrets:
             try:
@@ -47,7 +49,8 @@ class Receiver:
             verified.append(secret)
         with self.lock:
             answer = self.answers.pop(0) if self.answers else 200
-            self.received.append(Received(headers, body, time.monotonic(), verified, answer))
+            self.received.append(Received(headers, body, time.monotonic(), verified, answer, path))
+        time.sleep(self.delay)
         return answer
 
     def events(self, event_type: str | None = None) -> list[dict[str, Any]]:
@@ -67,8 +70,14 @@ def live_receiver() -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            status = receiver.handle({k.lower(): v for k, v in self.headers.items()}, body)
-            self.send_response(status)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status = receiver.handle(headers, body, self.path)
+            try:
+                self.send_response(status)
+            except OSError:
+                return  # the sender gave up waiting
+            if 300 <= status < 400:
+                self.send_header("Location", receiver.url + "/moved")
             self.send_header("Content-Length", "0")
             self.end_headers()
 

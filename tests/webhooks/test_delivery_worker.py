@@ -54,7 +54,7 @@ def receiver() -> Iterator[Receiver]:
 def subscribe(flow: Flow, receiver: Receiver, *events: str) -> dict[str, Any]:
     created = create_webhook(flow, receiver.url, *events)
     receiver.secrets.append(created["secret"])
-    return created
+    return dict(created)
 
 
 def all_verified(receiver: Receiver) -> bool:

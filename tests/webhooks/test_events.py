@@ -21,6 +21,7 @@ from tests.approvals.support import Flow
 from tests.conftest import World
 from tests.webhooks.receiver import Receiver, live_receiver
 from tests.webhooks.support import MANAGER, create_webhook, webhook_manager
+from webhooks import delivery as delivery_module
 from webhooks.delivery import deliveries_due
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -45,7 +46,7 @@ def receiver(flow: Flow) -> Iterator[Receiver]:
 def subscribe(flow: Flow, receiver: Receiver, *types: str) -> dict[str, Any]:
     created = create_webhook(flow, receiver.url, *(types or events.EVENT_TYPES))
     receiver.secrets.append(created["secret"])
-    return created
+    return dict(created)
 
 
 def only(receiver: Receiver, event_type: str) -> dict[str, Any]:
@@ -233,3 +234,32 @@ def test_an_endpoint_failing_for_the_whole_window_is_disabled_and_its_owner_emai
     with django_capture_on_commit_callbacks(execute=True):
         deliveries_due()
     assert WebhookDelivery.objects.count() == 1
+
+
+def test_a_redirect_is_not_followed_and_counts_as_a_failure(flow: Flow, receiver: Receiver):
+    webhook = subscribe(flow, receiver, "memory.pending_review")
+    receiver.answers = [307]
+
+    flow.rule(P9)
+
+    assert [(r.path, r.answered) for r in receiver.all()] == [("/hooks/memgov", 307)]
+    [delivery] = flow.ok(flow.get(MANAGER, f"/webhooks/{webhook['id']}/deliveries"))["results"]
+    assert (delivery["status"], delivery["last_status_code"]) == ("pending", 307)
+    assert delivery["last_error"] == "HTTP 307" and delivery["next_attempt_at"] is not None
+
+
+def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(
+    flow: Flow, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(delivery_module, "TIMEOUT_SECONDS", 0.5)
+    webhook = subscribe(flow, receiver, "memory.pending_review")
+    receiver.delay = 1.5
+
+    flow.rule(P9)
+
+    [delivery] = flow.ok(flow.get(MANAGER, f"/webhooks/{webhook['id']}/deliveries"))["results"]
+    [attempt] = delivery["log"]
+    assert attempt["status_code"] is None
+    assert attempt["error"] == "no answer within 0.5 seconds"
+    assert 450 <= attempt["latency_ms"] < 1500
+    assert delivery["status"] == "pending"
