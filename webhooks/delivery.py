@@ -230,6 +230,16 @@ def delivery_attempt(delivery_id: str) -> str:
     return _record(delivery_id, outcome)
 
 
+def _delivered_since(delivery: WebhookDelivery) -> bool:
+    """A receiver that took other events meanwhile refuses this one only: that delivery
+    fails, the endpoint stays. One that took nothing for the whole window is given up."""
+    return WebhookDelivery.objects.filter(
+        endpoint_id=delivery.endpoint_id,
+        status=WebhookDelivery.Status.DELIVERED,
+        delivered_at__gte=delivery.created_at,
+    ).exists()
+
+
 def _record(delivery_id: str, outcome: Outcome) -> str:
     with transaction.atomic(durable=True):
         delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
@@ -261,7 +271,7 @@ def _record(delivery_id: str, outcome: Outcome) -> str:
                 wait = upcoming - now
                 transaction.on_commit(lambda: request_attempt(delivery_id, wait))
         delivery.save()
-        if delivery.status == WebhookDelivery.Status.FAILED:
+        if delivery.status == WebhookDelivery.Status.FAILED and not _delivered_since(delivery):
             webhook_disable(
                 endpoint_id=delivery.endpoint_id,
                 reason=(

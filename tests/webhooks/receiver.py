@@ -37,6 +37,7 @@ class Receiver:
     answers: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     delay: float = 0.0  # seconds before answering
+    refuse_type: str = ""  # events of this type are always answered 400
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handle(self, headers: dict[str, str], body: bytes, path: str = "") -> int:
@@ -49,6 +50,8 @@ class Receiver:
             verified.append(secret)
         with self.lock:
             answer = self.answers.pop(0) if self.answers else 200
+            if self.refuse_type and f'"type":"{self.refuse_type}"' in body.decode():
+                answer = 400
             self.received.append(Received(headers, body, time.monotonic(), verified, answer, path))
         time.sleep(self.delay)
         return answer

@@ -208,7 +208,7 @@ def test_after_a_rotation_deliveries_verify_with_the_old_and_the_new_secret(
 def test_an_endpoint_failing_for_the_whole_window_is_disabled_and_its_owner_emailed(
     flow: Flow, receiver: Receiver, settings, django_capture_on_commit_callbacks
 ):
-    settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = 2
+    settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = 3
     webhook = subscribe(flow, receiver, "memory.pending_review")
     receiver.answers = [503] * 100
     flow.rule(P9)
@@ -220,7 +220,9 @@ def test_an_endpoint_failing_for_the_whole_window_is_disabled_and_its_owner_emai
             deliveries_due()
 
     delivery = WebhookDelivery.objects.get()
-    assert delivery.status == "failed" and delivery.attempts >= 3
+    # At least the first attempt and the one at the end of the window (more if the
+    # machine is quick: the waits double from 0.4 s).
+    assert delivery.status == "failed" and delivery.attempts >= 2
     assert {a.answered for a in receiver.all()} == {503}
     endpoint = WebhookEndpoint.objects.get()
     assert endpoint.status == "disabled" and "HTTP 503" in endpoint.disabled_reason
@@ -263,3 +265,25 @@ def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(
     assert attempt["error"] == "no answer within 0.5 seconds"
     assert 450 <= attempt["latency_ms"] < 1500
     assert delivery["status"] == "pending"
+
+
+def test_a_receiver_refusing_one_event_but_taking_others_keeps_its_endpoint(
+    flow: Flow, receiver: Receiver, settings, django_capture_on_commit_callbacks
+):
+    settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = 2
+    subscribe(flow, receiver, "memory.pending_review", "memory.rejected")
+    receiver.refuse_type = "memory.pending_review"
+    memory_id = flow.rule(P9)["id"]
+    flow.ok(flow.post("rita", f"/memories/{memory_id}/reject", {"reason": "duplicate"}))
+    refused = WebhookDelivery.objects.get(event_type="memory.pending_review")
+    deadline = time.monotonic() + 30
+    while WebhookDelivery.objects.get(pk=refused.pk).status == "pending":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+        with django_capture_on_commit_callbacks(execute=True):
+            deliveries_due()
+
+    assert WebhookDelivery.objects.get(pk=refused.pk).status == "failed"
+    assert WebhookDelivery.objects.get(event_type="memory.rejected").status == "delivered"
+    assert WebhookEndpoint.objects.get().status == "active"
+    assert not [m for m in mail.outbox if "Webhook disabled" in m.subject]
