@@ -400,3 +400,52 @@ REQUEST_EXAMPLES: dict[str, list[OpenApiExample]] = {
                  {"reason": "The extraction model changed."}),
     ],
 }  # fmt: skip
+
+
+class WebhookOut(_Base):
+    id = serializers.CharField()
+    url = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    events = serializers.ListField(child=serializers.CharField())
+    status = serializers.ChoiceField(["active", "disabled"])
+    disabled_at = _time(allow_null=True)
+    disabled_reason = serializers.CharField(allow_blank=True)
+    created_by = serializers.CharField()
+    created_at = _time()
+    previous_secret_valid_until = _time(allow_null=True)
+
+
+class WebhookWithSecretOut(WebhookOut):
+    secret = serializers.CharField(help_text="whsec_ + base64; shown only in this answer.")
+
+
+class WebhookPageOut(_Base):
+    results = WebhookOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class WebhookAttemptOut(_Base):
+    attempt = serializers.IntegerField(min_value=1)
+    at = _time()
+    status_code = serializers.IntegerField(allow_null=True)
+    latency_ms = serializers.IntegerField(min_value=0)
+    error = serializers.CharField(allow_blank=True)
+
+
+class WebhookDeliveryOut(_Base):
+    id = serializers.CharField()
+    event_id = serializers.CharField(help_text="Sent as webhook-id on every attempt.")
+    event_type = serializers.CharField()
+    status = serializers.ChoiceField(["pending", "delivered", "failed"])
+    attempts = serializers.IntegerField(min_value=0)
+    created_at = _time()
+    next_attempt_at = _time(allow_null=True)
+    delivered_at = _time(allow_null=True)
+    last_status_code = serializers.IntegerField(allow_null=True)
+    last_error = serializers.CharField(allow_blank=True)
+    log = WebhookAttemptOut(many=True)
+
+
+class WebhookDeliveryPageOut(_Base):
+    results = WebhookDeliveryOut(many=True)
+    next = serializers.URLField(allow_null=True)

@@ -3,7 +3,7 @@ selectors."""
 
 from django.urls import path
 
-from api import audit, memory, resolve, review
+from api import audit, memory, resolve, review, webhooks
 
 urlpatterns = [
     path("sources", memory.SourceCollectionView.as_view()),
@@ -34,4 +34,8 @@ urlpatterns = [
     path("sources/<str:source_id>/visibility", review.SourceVisibilityView.as_view()),
     path("audit", audit.AuditListView.as_view()),
     path("audit/verify", audit.AuditVerifyView.as_view()),
+    path("webhooks", webhooks.WebhookCollectionView.as_view()),
+    path("webhooks/<str:webhook_id>", webhooks.WebhookDetailView.as_view()),
+    path("webhooks/<str:webhook_id>/rotate-secret", webhooks.WebhookRotateSecretView.as_view()),
+    path("webhooks/<str:webhook_id>/deliveries", webhooks.WebhookDeliveriesView.as_view()),
 ]

@@ -25,6 +25,7 @@ from core.authority import has_tenant_permission, require_tenant_permission
 from core.models import Tenant
 from core.outbox import outbox_write
 from core.principals import Principal
+from memory import events
 from memory.effects import REVALIDATION_FAILURES
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status
@@ -80,6 +81,8 @@ def revalidation_start(*, tenant: Tenant, reason: str, actor: str) -> Revalidati
     )
     if ids:
         outbox_write(kind="revalidation.run", payload={"job_id": job.pk}, tenant=tenant)
+    else:
+        _announce_finished(job)
     return job
 
 
@@ -207,6 +210,24 @@ def _finish_if_done(job: Revalidation) -> None:
         target_type="revalidation",
         target_id=job.pk,
         data={"total": job.total, "failed": job.failed, "flagged": job.flagged},
+    )
+    _announce_finished(job)
+
+
+def _announce_finished(job: Revalidation) -> None:
+    events.event_emit(
+        tenant=job.tenant,
+        event_type=events.REVALIDATION_FINISHED,
+        data={
+            "revalidation_id": job.pk,
+            "status": str(job.status),
+            "policy_version": job.policy_version,
+            "reason": events.reason_text(job.reason),
+            "total": job.total,
+            "failed": job.failed,
+            "flagged": list(job.flagged),
+            "suspended": job.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND,
+        },
     )
 
 

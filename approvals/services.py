@@ -17,7 +17,7 @@ from audit.services import audit_append
 from core.authority import Authority, has_tenant_permission, is_proposer, may_retire, may_review
 from core.errors import Conflict, Forbidden, InvalidContent
 from core.principals import Principal
-from memory import rules
+from memory import events, rules
 from memory.effects import after_checks_requested, after_version_recorded
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
@@ -291,6 +291,15 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
                 reason=f"source {locked.pk} revoked: {reason}",
                 flag_event="retired",
             )
+        events.event_emit(
+            tenant=locked.tenant,
+            event_type=events.SOURCE_REVOKED,
+            data={
+                "source_id": locked.pk,
+                "memories": [item.pk for item in items],
+                "reason": events.reason_text(reason),
+            },
+        )
     return [item.pk for item in items]
 
 

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "memory",
     "approvals",
     "audit",
+    "webhooks",
     "api",
     "dashboard",
     "agent_mcp",
@@ -265,6 +266,13 @@ LOGGING = {
 MEMGOV_IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 
+# Webhooks (API.md, Webhooks): a failed delivery is retried after base·2^(n-1) seconds
+# until the window (24 hours) ends, then its endpoint is disabled. Tests shrink the base.
+MEMGOV_WEBHOOK_RETRY_BASE_SECONDS = float(env_str("MEMGOV_WEBHOOK_RETRY_BASE_SECONDS", "5"))
+MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = env_int("MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600)
+# Endpoints on loopback, private or link-local addresses are refused unless this is set.
+MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
+
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-checks": {"task": "approvals.tasks.sweep_stuck_checks", "schedule": 60.0},
     "sweep-outbox": {"task": "approvals.tasks.sweep_outbox", "schedule": 30.0},
@@ -272,6 +280,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "approvals.tasks.resume_stalled_revalidations",
         "schedule": 60.0,
     },
+    "deliver-due-webhooks": {"task": "webhooks.tasks.deliver_due", "schedule": 30.0},
     "expire-due-memory": {"task": "approvals.tasks.expire_due_memory", "schedule": 30.0},
     "remind-pending-and-expiring": {
         "task": "approvals.tasks.remind_pending_and_expiring",

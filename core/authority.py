@@ -57,6 +57,7 @@ REVIEW_PERMISSION: dict[str, str] = {
 }
 TENANT_WIDE_APPROVAL = "approve_tenant_wide_rule"
 RETIRE = "retire_memory"
+MANAGE_WEBHOOKS = "manage_webhooks"
 # Holding any of these over an item's scope lets a person open it in the dashboard.
 OVERSIGHT = frozenset({*REVIEW_PERMISSION.values(), TENANT_WIDE_APPROVAL, RETIRE})
 

@@ -42,3 +42,16 @@ def new_retrieval_id() -> str:
 
 def new_revalidation_id() -> str:
     return new_id("rvl")
+
+
+def new_webhook_id() -> str:
+    return new_id("whk")
+
+
+def new_delivery_id() -> str:
+    return new_id("whd")
+
+
+def new_event_id() -> str:
+    """A webhook event's id, sent as ``webhook-id`` (Standard Webhooks calls it a message)."""
+    return new_id("msg")

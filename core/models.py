@@ -19,6 +19,7 @@ TENANT_PERMISSIONS = (
     ("retire_memory", "Retire memory and revoke sources"),
     ("manage_policy", "Manage the resolution policy"),
     ("view_audit", "View the audit trail"),
+    ("manage_webhooks", "Manage the tenant's webhook endpoints"),
 )
 GRANTABLE_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
 

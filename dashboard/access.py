@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
-from core.authority import Authority
+from core.authority import MANAGE_WEBHOOKS, Authority, has_tenant_permission
 from core.errors import DomainError, NotFound
 from core.principals import Principal, principal_for_user
 from memory.models import MemoryItem, MemoryVersion
@@ -93,4 +93,11 @@ def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
 
 
 def page_context(principal: Principal, **extra: Any) -> dict[str, Any]:
-    return {"principal": principal, "tenant": principal.tenant, **extra}
+    """What every page's layout needs; the webhooks link is shown only to those who may
+    open the page (asked lazily: the template calls it when it draws the menu)."""
+    return {
+        "principal": principal,
+        "tenant": principal.tenant,
+        "nav_webhooks": lambda: has_tenant_permission(principal, MANAGE_WEBHOOKS),
+        **extra,
+    }

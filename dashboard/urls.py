@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import audit_log, browse, entities, item, overview, policy, queue
+from dashboard import audit_log, browse, entities, item, overview, policy, queue, webhooks
 
 app_name = "dashboard"
 
@@ -31,4 +31,5 @@ urlpatterns = [
         name="revalidation-progress",
     ),
     path("overview/", overview.overview_page, name="overview"),
+    path("webhooks/", webhooks.webhooks_page, name="webhooks"),
 ]

@@ -17,11 +17,20 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
-from memory import cache
+from memory import cache, events
 from memory.effects import after_checks_failed, after_retired
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
 
 IN_USE_OR_OPEN = (Status.ACTIVE, *OPEN_STATUSES)
+# Transitions of one version that the tenant's webhooks hear about; the end of use of a
+# lineage (retired, expired) is one event per item, sent by ``end_use``.
+TRANSITION_EVENTS = {
+    Status.PENDING_REVIEW: events.MEMORY_PENDING_REVIEW,
+    Status.ACTIVE: events.MEMORY_ACTIVATED,
+    Status.CHECKS_FAILED: events.MEMORY_CHECKS_FAILED,
+    Status.REJECTED: events.MEMORY_REJECTED,
+}
+END_OF_USE_EVENTS = {Status.RETIRED: events.MEMORY_RETIRED, Status.EXPIRED: events.MEMORY_EXPIRED}
 
 
 def version_transition(
@@ -67,6 +76,12 @@ def version_transition(
             **audit_data,
         },
     )
+    if to in TRANSITION_EVENTS:
+        events.event_emit(
+            tenant=version.tenant,
+            event_type=TRANSITION_EVENTS[to],
+            data=events.version_data(version, previous=str(previous), reason=reason),
+        )
     return version
 
 
@@ -93,7 +108,23 @@ def flag_tasks(*, item: MemoryItem, event: str, reason: str, at: datetime) -> li
         ],
         ignore_conflicts=True,
     )
-    return sorted({task for task, _ in used})
+    tasks: dict[str, list[int]] = {}
+    for task, number in used:
+        tasks.setdefault(task, []).append(number)
+    tenant = item.tenant
+    for task, numbers in sorted(tasks.items()):
+        events.event_emit(
+            tenant=tenant,
+            event_type=events.TASK_NEEDS_REVERIFICATION,
+            data={
+                "task_id": task,
+                "memory_id": item.pk,
+                "versions": numbers,
+                "event": event,
+                "reason": events.reason_text(reason),
+            },
+        )
+    return sorted(tasks)
 
 
 def locked_versions(item: MemoryItem, statuses: Iterable[str]) -> list[MemoryVersion]:
@@ -127,6 +158,12 @@ def end_use(
     bump_on_commit(versions)
     if to == Status.RETIRED:
         after_retired(versions)
+    if versions and to in END_OF_USE_EVENTS:
+        events.event_emit(
+            tenant=item.tenant,
+            event_type=END_OF_USE_EVENTS[to],
+            data={**events.versions_data(versions, reason=reason), "flagged_tasks": flagged},
+        )
     return flagged
 
 

@@ -18,7 +18,7 @@ from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
 from core.models import ScopeValue, Tenant
 from core.principals import Principal
-from memory import cache, rules
+from memory import cache, events, rules
 from memory.effects import after_version_recorded
 from memory.lifecycle import version_transition
 from memory.models import (
@@ -300,6 +300,13 @@ def memory_correct(
 
 
 def _after_new_version(version: MemoryVersion) -> None:
-    """Side effects after commit: checks for a preference, notifications for reviewers."""
+    """Side effects after commit: checks for a preference, notifications for reviewers,
+    and the webhooks' ``memory.pending_review``."""
 
     after_version_recorded(version)
+    if version.status == Status.PENDING_REVIEW:
+        events.event_emit(
+            tenant=version.tenant,
+            event_type=events.MEMORY_PENDING_REVIEW,
+            data=events.version_data(version, previous=None, reason=""),
+        )

@@ -11,6 +11,7 @@ from django.test import Client
 
 from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
+from memory.grants import permission_grant
 from memory.proposals import memory_correct
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
@@ -71,6 +72,8 @@ def test_a_person_outside_every_tenant_gets_a_403_page(demo: Demo) -> None:
 def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo) -> None:
     client = demo.client("rita")
     job = revalidation_start(tenant=demo.tenant, reason="model changed", actor="user:rita")
+    rita = User.objects.get(username="rita")
+    permission_grant(tenant=demo.tenant, user=rita, codename="manage_webhooks")
     pages = {
         "/": "Your review queue",
         "/queue/rows/": "Order order-a goes to Dana",
@@ -84,6 +87,7 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
         "/policy/": "Criteria, in the order they decide",
         f"/policy/revalidations/{job.pk}/": "model changed",
         "/overview/": "Pending review by age",
+        "/webhooks/": "No webhook endpoint yet.",
     }
     pages.update({f"/memories/{memory_id}/": "Evidence" for memory_id in demo.items.values()})
     pages[f"/memories/{demo.items['order_a']}/live/"] = "6 of 6 passed"

@@ -1,0 +1,21 @@
+from django.apps import AppConfig
+
+# Outbox kinds (core.outbox) this app carries out: memory.events writes ``webhook.event``
+# in the transaction of each change; webhooks.services writes the disabled notice.
+OUTBOX_HANDLERS = {
+    "webhook.event": "webhooks.tasks.fan_out_event",
+    "notify.webhook_disabled": "webhooks.tasks.notify_webhook_disabled",
+}
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Imported in ready(): the tasks use models, which are loaded only now.
+        import webhooks.tasks  # noqa: F401, PLC0415
+        from core.outbox import outbox_handle  # noqa: PLC0415
+
+        for kind, task_name in OUTBOX_HANDLERS.items():
+            outbox_handle(kind, task_name)

@@ -1,0 +1,282 @@
+"""Delivering events: fan an event out to the endpoints subscribed to it, post each
+delivery signed, retry with exponential backoff for the retry window (24 hours), then
+disable the endpoint (DESIGN.md, Webhooks and agent interfaces).
+
+No network call happens inside a transaction: an attempt is claimed by a conditional
+update, made, then recorded. Retries are scheduled, never slept: a short wait is a Celery
+countdown, a long one is left to the ``deliver_due`` sweeper (a countdown longer than the
+broker's visibility timeout would be handed out twice); both only ask for an attempt, and
+the claim makes it happen once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from core.outbox import BROKER_DOWN
+from memory.events import REASON_CHARS
+from webhooks import signing
+from webhooks.addresses import url_problem
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks.services import webhook_disable
+
+logger = logging.getLogger(__name__)
+DELIVER_TASK = "webhooks.tasks.deliver"
+TIMEOUT_SECONDS = 5.0
+# An attempt holds its claim this long; a worker that died mid-attempt frees it then.
+CLAIM_FOR = timedelta(seconds=60)
+# Longer waits go to the sweeper rather than a countdown (see the module docstring).
+MAX_COUNTDOWN = timedelta(minutes=10)
+DUE_BATCH = 500
+
+
+def retry_base() -> timedelta:
+    return timedelta(seconds=settings.MEMGOV_WEBHOOK_RETRY_BASE_SECONDS)
+
+
+def retry_window() -> timedelta:
+    return timedelta(seconds=settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS)
+
+
+def next_attempt_at(
+    *, created_at: datetime, failed_attempts: int, now: datetime
+) -> datetime | None:
+    """After the n-th failure wait base·2^(n-1); the last attempt is made when the window
+    ends; None once it has ended (give up)."""
+    deadline = created_at + retry_window()
+    if now >= deadline:
+        return None
+    wait: timedelta = retry_base() * 2 ** (failed_attempts - 1)
+    return min(now + wait, deadline)
+
+
+def retry_schedule() -> list[timedelta]:
+    """Every attempt's time after the event, if each fails at once: for the docs and tests."""
+    start = datetime(2000, 1, 1, tzinfo=UTC)
+    moments, now, failed = [start], start, 0
+    while True:
+        failed += 1
+        upcoming = next_attempt_at(created_at=start, failed_attempts=failed, now=now)
+        if upcoming is None:
+            return [moment - start for moment in moments]
+        moments.append(upcoming)
+        now = upcoming
+
+
+def body_of(event_type: str, timestamp: str, data: dict[str, Any]) -> str:
+    return json.dumps(
+        {"type": event_type, "timestamp": timestamp, "data": data},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def event_fan_out(
+    *, event_id: str, tenant_id: int, event_type: str, timestamp: str, data: dict[str, Any]
+) -> list[str]:
+    """One delivery per active endpoint subscribed to the event; a second run of the same
+    event adds none (unique per endpoint and event)."""
+    endpoints = [
+        endpoint
+        for endpoint in WebhookEndpoint.objects.filter(
+            tenant_id=tenant_id, status=WebhookEndpoint.Status.ACTIVE, deleted_at__isnull=True
+        )
+        if event_type in endpoint.events
+    ]
+    if not endpoints:
+        return []
+    body = body_of(event_type, timestamp, data)
+    created: list[str] = []
+    with transaction.atomic(durable=True):
+        now = timezone.now()
+        for endpoint in endpoints:
+            delivery, new = WebhookDelivery.objects.get_or_create(
+                endpoint=endpoint,
+                event_id=event_id,
+                defaults={
+                    "tenant_id": tenant_id,
+                    "event_type": event_type,
+                    "body": body,
+                    "created_at": now,
+                    "next_attempt_at": now,
+                },
+            )
+            if new:
+                created.append(delivery.pk)
+        transaction.on_commit(lambda: request_attempts(created))
+    return created
+
+
+def request_attempts(delivery_ids: list[str]) -> None:
+    for delivery_id in delivery_ids:
+        request_attempt(delivery_id, timedelta(0))
+
+
+def request_attempt(delivery_id: str, wait: timedelta) -> None:
+    """Ask a worker for an attempt after ``wait``; with the broker down, or for a long
+    wait, the ``deliver_due`` sweeper asks instead."""
+    if wait > MAX_COUNTDOWN:
+        return
+    try:
+        current_app.tasks[DELIVER_TASK].apply_async(
+            args=(delivery_id,), countdown=max(wait.total_seconds(), 0.0)
+        )
+    except BROKER_DOWN:
+        logger.exception("webhook delivery %s not queued; the sweeper will", delivery_id)
+
+
+def deliveries_due(*, now: datetime | None = None) -> list[str]:
+    """Pending deliveries whose time has come and that nobody is attempting."""
+    moment = now or timezone.now()
+    due = WebhookDelivery.objects.filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=moment),
+        status=WebhookDelivery.Status.PENDING,
+        next_attempt_at__lte=moment,
+    ).order_by("next_attempt_at")
+    ids = list(due.values_list("pk", flat=True)[:DUE_BATCH])
+    for delivery_id in ids:
+        request_attempt(delivery_id, timedelta(0))
+    return ids
+
+
+def _claim(delivery_id: str, now: datetime) -> bool:
+    return (
+        WebhookDelivery.objects.filter(
+            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+            pk=delivery_id,
+            status=WebhookDelivery.Status.PENDING,
+            next_attempt_at__lte=now,
+        ).update(claimed_until=now + CLAIM_FOR)
+        == 1
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status_code: int | None
+    latency_ms: int
+    error: str
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def signing_keys(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+    keys = [endpoint.secret]
+    until = endpoint.previous_secret_until
+    if endpoint.previous_secret and until is not None and until > now:
+        keys.append(endpoint.previous_secret)
+    return keys
+
+
+def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: datetime) -> Outcome:
+    started = time.perf_counter()
+    status_code, error = None, ""
+    problem = url_problem(endpoint.url)
+    if problem is not None:
+        error = f"refused: the URL {problem}"
+    else:
+        body = delivery.body.encode()
+        headers = signing.signed_headers(
+            signing_keys(endpoint, now),
+            msg_id=delivery.event_id,
+            timestamp=int(time.time()),
+            body=body,
+        )
+        try:
+            # Streamed and closed unread: only the status counts, and a receiver cannot
+            # make us hold a large answer in memory.
+            with (
+                httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client,
+                client.stream("POST", endpoint.url, content=body, headers=headers) as response,
+            ):
+                status_code = response.status_code
+            if not 200 <= status_code < 300:
+                error = f"HTTP {status_code}"
+        except httpx.TimeoutException:
+            error = f"no answer within {TIMEOUT_SECONDS:g} seconds"
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+    latency = round((time.perf_counter() - started) * 1000)
+    return Outcome(status_code, latency, error[:REASON_CHARS])
+
+
+def delivery_attempt(delivery_id: str) -> str:
+    """Post one delivery if it is due and unclaimed; record the outcome and schedule the
+    retry (or give up). Returns the delivery's status, or ``skipped``."""
+    now = timezone.now()
+    if not _claim(delivery_id, now):
+        return "skipped"
+    delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
+    endpoint = delivery.endpoint
+    if endpoint.status != WebhookEndpoint.Status.ACTIVE or endpoint.deleted_at is not None:
+        WebhookDelivery.objects.filter(pk=delivery_id).update(
+            status=WebhookDelivery.Status.FAILED, next_attempt_at=None, claimed_until=None
+        )
+        return WebhookDelivery.Status.FAILED
+    outcome = _post(endpoint, delivery, now)
+    return _record(delivery_id, outcome)
+
+
+def _delivered_since(delivery: WebhookDelivery) -> bool:
+    """A receiver that took other events meanwhile refuses this one only: that delivery
+    fails, the endpoint stays. One that took nothing for the whole window is given up."""
+    return WebhookDelivery.objects.filter(
+        endpoint_id=delivery.endpoint_id,
+        status=WebhookDelivery.Status.DELIVERED,
+        delivered_at__gte=delivery.created_at,
+    ).exists()
+
+
+def _record(delivery_id: str, outcome: Outcome) -> str:
+    with transaction.atomic(durable=True):
+        delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
+        now = timezone.now()
+        delivery.attempts += 1
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=delivery.attempts,
+            at=now,
+            status_code=outcome.status_code,
+            latency_ms=outcome.latency_ms,
+            error=outcome.error,
+        )
+        delivery.last_status_code = outcome.status_code
+        delivery.last_error = outcome.error
+        delivery.claimed_until = None
+        if outcome.delivered:
+            delivery.status = WebhookDelivery.Status.DELIVERED
+            delivery.delivered_at = now
+            delivery.next_attempt_at = None
+        else:
+            upcoming = next_attempt_at(
+                created_at=delivery.created_at, failed_attempts=delivery.attempts, now=now
+            )
+            delivery.next_attempt_at = upcoming
+            if upcoming is None:
+                delivery.status = WebhookDelivery.Status.FAILED
+            else:
+                wait = upcoming - now
+                transaction.on_commit(lambda: request_attempt(delivery_id, wait))
+        delivery.save()
+        if delivery.status == WebhookDelivery.Status.FAILED and not _delivered_since(delivery):
+            webhook_disable(
+                endpoint_id=delivery.endpoint_id,
+                reason=(
+                    f"no delivery of {delivery.event_id} succeeded in "
+                    f"{delivery.attempts} attempts over {retry_window()}: {outcome.error}"
+                ),
+            )
+    return str(delivery.status)

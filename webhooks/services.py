@@ -1,0 +1,174 @@
+"""Managing a tenant's webhook endpoints (API.md, Webhooks): people holding
+``manage_webhooks`` create, list, delete them and rotate their secrets; every change is
+audited (the URL only as a digest and its host: a URL may carry a token)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from audit.chain import digest
+from audit.services import audit_append
+from core.authority import MANAGE_WEBHOOKS, require_tenant_permission
+from core.errors import InvalidContent, NotFound
+from core.outbox import outbox_write
+from core.principals import Principal
+from memory.events import EVENT_TYPES
+from webhooks import signing
+from webhooks.addresses import MAX_URL_CHARS, url_problem
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+REFUSAL = "Managing webhooks needs the manage_webhooks permission on the tenant."
+ROTATION_GRACE = timedelta(hours=24)
+DISABLED_NOTICE = "notify.webhook_disabled"
+
+
+def require_manage_webhooks(principal: Principal) -> None:
+    require_tenant_permission(principal, MANAGE_WEBHOOKS, REFUSAL)
+
+
+def access_webhook(principal: Principal, webhook_id: str) -> WebhookEndpoint:
+    """The caller's tenant's endpoint (404 for another tenant's or a deleted one)."""
+    require_manage_webhooks(principal)
+    endpoint = (
+        WebhookEndpoint.objects.filter(
+            tenant=principal.tenant, pk=webhook_id, deleted_at__isnull=True
+        )
+        .select_related("created_by")
+        .first()
+    )
+    if endpoint is None:
+        raise NotFound(f"No webhook {webhook_id}.")
+    return endpoint
+
+
+def webhooks_of(principal: Principal) -> QuerySet[WebhookEndpoint]:
+    require_manage_webhooks(principal)
+    return WebhookEndpoint.objects.filter(
+        tenant=principal.tenant, deleted_at__isnull=True
+    ).select_related("created_by")
+
+
+def _valid_events(events: Sequence[str]) -> list[str]:
+    unknown = sorted(set(events) - set(EVENT_TYPES))
+    if unknown:
+        raise InvalidContent({"events": [f"unknown event types: {', '.join(unknown)}"]})
+    if not events:
+        raise InvalidContent({"events": ["name at least one event type"]})
+    return sorted(set(events), key=EVENT_TYPES.index)
+
+
+def _audit(principal: Principal, endpoint: WebhookEndpoint, action: str, **data: object) -> None:
+    audit_append(
+        tenant=endpoint.tenant,
+        actor=principal.name,
+        action=action,
+        target_type="webhook",
+        target_id=endpoint.pk,
+        data=data,
+    )
+
+
+def webhook_create(
+    *, principal: Principal, url: str, events: Sequence[str], description: str = ""
+) -> WebhookEndpoint:
+    """A new endpoint with a new secret (returned once, by the caller's answer)."""
+    require_manage_webhooks(principal)
+    assert principal.user is not None  # noqa: S101 - require_manage_webhooks: a person
+    problem = url_problem(url) if len(url) <= MAX_URL_CHARS else "is too long"
+    if problem is not None:
+        raise InvalidContent({"url": [problem]})
+    chosen = _valid_events(events)
+    with transaction.atomic(durable=True):
+        endpoint = WebhookEndpoint.objects.create(
+            tenant=principal.tenant,
+            url=url,
+            description=description,
+            events=chosen,
+            secret=signing.secret_new(),
+            created_by=principal.user,
+            created_at=timezone.now(),
+        )
+        _audit(
+            principal,
+            endpoint,
+            "webhook.created",
+            host=urlsplit(url).hostname,
+            url_sha256=digest(url),
+            events=chosen,
+        )
+    return endpoint
+
+
+def webhook_delete(*, principal: Principal, endpoint: WebhookEndpoint) -> None:
+    """Stop sending: the endpoint disappears from the API and its waiting deliveries end."""
+    require_manage_webhooks(principal)
+    with transaction.atomic(durable=True):
+        now = timezone.now()
+        gone = WebhookEndpoint.objects.filter(pk=endpoint.pk, deleted_at__isnull=True).update(
+            deleted_at=now
+        )
+        if not gone:
+            raise NotFound(f"No webhook {endpoint.pk}.")
+        _end_pending(endpoint, "endpoint deleted")
+        _audit(principal, endpoint, "webhook.deleted")
+
+
+def webhook_rotate_secret(
+    *, principal: Principal, endpoint: WebhookEndpoint, grace: timedelta = ROTATION_GRACE
+) -> WebhookEndpoint:
+    """A new secret; the previous one keeps signing (beside it) for ``grace``, so the
+    receiver can switch without losing a delivery. ``grace=0`` drops it at once."""
+    require_manage_webhooks(principal)
+    with transaction.atomic(durable=True):
+        locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        now = timezone.now()
+        locked.previous_secret = locked.secret if grace > timedelta(0) else ""
+        locked.previous_secret_until = now + grace if grace > timedelta(0) else None
+        locked.secret = signing.secret_new()
+        locked.save(update_fields=["secret", "previous_secret", "previous_secret_until"])
+        _audit(
+            principal,
+            locked,
+            "webhook.secret_rotated",
+            previous_valid_for=int(grace.total_seconds()),
+        )
+    locked.created_by = endpoint.created_by
+    return locked
+
+
+def _end_pending(endpoint: WebhookEndpoint, why: str) -> None:
+    WebhookDelivery.objects.filter(
+        endpoint_id=endpoint.pk, status=WebhookDelivery.Status.PENDING
+    ).update(status=WebhookDelivery.Status.FAILED, next_attempt_at=None, last_error=why)
+
+
+def webhook_disable(*, endpoint_id: str, reason: str) -> bool:
+    """Inside the caller's transaction: give up on an endpoint that failed for the whole
+    retry window; its owner is emailed after commit. False when already disabled."""
+    changed = WebhookEndpoint.objects.filter(
+        pk=endpoint_id, status=WebhookEndpoint.Status.ACTIVE
+    ).update(
+        status=WebhookEndpoint.Status.DISABLED,
+        disabled_at=timezone.now(),
+        disabled_reason=reason[:500],
+    )
+    if not changed:
+        return False
+    endpoint = WebhookEndpoint.objects.select_related("tenant").get(pk=endpoint_id)
+    _end_pending(endpoint, "endpoint disabled")
+    audit_append(
+        tenant=endpoint.tenant,
+        actor="system:webhooks",
+        action="webhook.disabled",
+        target_type="webhook",
+        target_id=endpoint.pk,
+        data={"reason": reason[:500]},
+    )
+    outbox_write(kind=DISABLED_NOTICE, payload={"webhook_id": endpoint.pk}, tenant=endpoint.tenant)
+    return True
