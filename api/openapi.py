@@ -388,6 +388,16 @@ REQUEST_EXAMPLES: dict[str, list[OpenApiExample]] = {
                  {"subject": _SARAH, "fields": ["home_city"], "context": {},
                   "valid_at": "2026-04-15T00:00:00Z"}),
     ],
+    "webhook_create": [
+        _example("retirements", "Seed 002: the checkout agent hears when an address is retired",
+                 {"url": "https://agents.example.com/memgov",
+                  "events": ["memory.retired", "task.needs_reverification"],
+                  "description": "checkout agent"}),
+    ],
+    "webhook_rotate_secret": [
+        _example("overlap-an-hour", "Receivers switch within the hour",
+                 {"previous_valid_for_seconds": 3600}),
+    ],
     "policy_publish": [
         _example("verification-first",
                  "At equal specificity, a verified record outranks an asserted fact",

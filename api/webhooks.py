@@ -12,7 +12,13 @@ from rest_framework.response import Response
 
 from api.base import MemgovAPIView
 from api.memory import _valid
-from api.openapi import WebhookDeliveryPageOut, WebhookOut, WebhookPageOut, WebhookWithSecretOut
+from api.openapi import (
+    REQUEST_EXAMPLES,
+    WebhookDeliveryPageOut,
+    WebhookOut,
+    WebhookPageOut,
+    WebhookWithSecretOut,
+)
 from memory.events import EVENT_TYPES
 from memory.pagination import paginate
 from memory.serializers import iso
@@ -91,6 +97,7 @@ class WebhookCollectionView(MemgovAPIView):
         request=WebhookInput,
         responses={201: WebhookWithSecretOut},
         operation_id="webhook_create",
+        examples=REQUEST_EXAMPLES["webhook_create"],
         description="A new endpoint; the answer carries its signing secret, shown only once.",
     )
     def post(self, request: Request) -> Response:
@@ -134,6 +141,7 @@ class WebhookRotateSecretView(MemgovAPIView):
         request=RotateInput,
         responses={200: WebhookWithSecretOut},
         operation_id="webhook_rotate_secret",
+        examples=REQUEST_EXAMPLES["webhook_rotate_secret"],
         description=(
             "A new signing secret, shown once. The previous one keeps signing beside it "
             "for previous_valid_for_seconds (default 24 hours), so receivers can switch."
