@@ -69,7 +69,8 @@ class MemoryPageOut(_Base):
 class SourceOut(_Base):
     id = serializers.CharField()
     kind = serializers.CharField()
-    content = serializers.CharField(allow_blank=True)
+    # null once purged by retention or erasure (the sha256 stays).
+    content = serializers.CharField(allow_blank=True, allow_null=True)
     content_sha256 = serializers.CharField()
     external_ref = serializers.CharField(allow_null=True)
     version = serializers.CharField(allow_null=True)
@@ -186,3 +187,46 @@ class PublishedPolicyOut(PolicyOut):
 
 class RevalidationStartedOut(_Base):
     revalidation = serializers.CharField()
+
+
+class ErasureStartedOut(_Base):
+    erasure = serializers.CharField()
+
+
+class KeptSourceOut(_Base):
+    # DRF's metaclass moves declared fields off the class, so "source" shadows nothing.
+    source = serializers.CharField()  # type: ignore[assignment]
+    also_cited_for = serializers.ListField(child=serializers.CharField())
+
+
+class ErasureOut(_Base):
+    id = serializers.CharField()
+    subject = serializers.CharField()
+    status = serializers.ChoiceField(["running", "done", "failed"])
+    phase = serializers.CharField()
+    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    kept = KeptSourceOut(many=True)
+    requested_by = serializers.CharField()
+    started_at = _time()
+    finished_at = _time(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+
+
+class ExportEntityOut(_Base):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    external_ref = serializers.CharField(allow_null=True)
+    created_at = _time()
+    erased_at = _time(allow_null=True)
+
+
+class ExportOut(_Base):
+    """Everything held about a subject (streamed; see memory/export.py for each row)."""
+
+    entity = ExportEntityOut()
+    aliases = serializers.ListField(child=serializers.DictField())
+    versions = serializers.ListField(child=serializers.DictField())
+    sources = SourceOut(many=True)
+    retrievals = serializers.ListField(child=serializers.DictField())
+    audit_events = serializers.ListField(child=serializers.DictField())

@@ -275,6 +275,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "approvals.tasks.remind_pending_and_expiring",
         "schedule": 24 * 3600.0,
     },
+    "apply-retention": {"task": "approvals.tasks.apply_retention", "schedule": 24 * 3600.0},
+    "resume-stalled-erasures": {
+        "task": "approvals.tasks.resume_stalled_erasures",
+        "schedule": 60.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

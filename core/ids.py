@@ -42,3 +42,7 @@ def new_retrieval_id() -> str:
 
 def new_revalidation_id() -> str:
     return new_id("rvl")
+
+
+def new_erasure_id() -> str:
+    return new_id("era")

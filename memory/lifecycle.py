@@ -116,8 +116,10 @@ def end_use(
     reason: str,
     flag_event: str | None,
     at: datetime | None = None,
+    announce: bool = True,
 ) -> list[str]:
-    """Move versions out of use inside the caller's transaction; returns flagged tasks."""
+    """Move versions out of use inside the caller's transaction; returns flagged tasks.
+    ``announce=False`` (erasure) sends owners no retirement email about the content."""
     now = at or timezone.now()
     for version in versions:
         version_transition(version=version, to=to, actor=actor, reason=reason, at=now)
@@ -125,7 +127,7 @@ def end_use(
     if flag_event and any(v.activated_at for v in versions):
         flagged = flag_tasks(item=item, event=flag_event, reason=reason, at=now)
     bump_on_commit(versions)
-    if to == Status.RETIRED:
+    if to == Status.RETIRED and announce:
         after_retired(versions)
     return flagged
 

@@ -1,0 +1,19 @@
+"""Fixtures of the erasure stories (issue 12): the review flow's, plus a privacy officer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.approvals.support import Flow
+from tests.conftest import World
+from tests.erasure.story import eraser
+
+
+@pytest.fixture
+def flow(world: World, django_capture_on_commit_callbacks: Any) -> Iterator[Flow]:
+    flow = Flow(world=world, on_commit=django_capture_on_commit_callbacks)
+    eraser(flow)
+    yield flow
