@@ -36,7 +36,8 @@ class Command(BaseCommand):
             raise CommandError(f"no tenant {options['tenant']!r}")
         given = {name: _days(options[name]) for name in SETTINGS if options[name] is not None}
         if not given:
-            raise CommandError(f"give at least one of {', '.join('--' + s.replace('_', '-') for s in SETTINGS)}")
+            flags = ", ".join("--" + name.replace("_", "-") for name in SETTINGS)
+            raise CommandError(f"give at least one of {flags}")
         try:
             tenant = retention_set(tenant=tenant, **given)
         except InvalidContent as exc:
