@@ -263,6 +263,8 @@ LOGGING = {
 MEMGOV_IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 
+# Rows an erasure changes per transaction (memory/erasure.py).
+MEMGOV_ERASURE_BATCH = env_int("MEMGOV_ERASURE_BATCH", 500)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-checks": {"task": "approvals.tasks.sweep_stuck_checks", "schedule": 60.0},
     "sweep-outbox": {"task": "approvals.tasks.sweep_outbox", "schedule": 30.0},

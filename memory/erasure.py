@@ -93,7 +93,7 @@ MAX_REASON = 2000
 
 
 def batch_size() -> int:
-    return int(getattr(settings, "MEMGOV_ERASURE_BATCH", 500))
+    return int(settings.MEMGOV_ERASURE_BATCH)
 
 
 def _comments() -> QuerySet[Any]:

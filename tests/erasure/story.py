@@ -5,6 +5,7 @@ erasure none of them may be found anywhere, in any column of any table, nor in R
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ def preference(flow: Flow, subject: str, source: str, **overrides: Any) -> str:
     return str(memory["id"])
 
 
-def build(flow: Flow) -> Story:
+def build(flow: Flow, settle: Callable[[str], None] | None = None) -> Story:
     """The subject with two active preferences, a retrieval, a cached answer, a stored
     idempotent replay, and a source shared with another subject."""
     story = Story(flow)
@@ -99,6 +100,8 @@ def build(flow: Flow) -> Story:
     story.memories.append(preference(flow, story.subject, story.shared_source, field="call_day"))
     story.other_memory = preference(flow, story.other, story.shared_source, field="call_day")
     for memory_id in [*story.memories, story.other_memory]:
+        if settle is not None:  # a real worker runs the gate checks
+            settle(memory_id)
         assert flow.memory(memory_id)["status"] == "active", memory_id
     flow.ok(flow.post("agent", "/resolve", {"subject": story.subject, "context": P9}))
     flow.ok(
