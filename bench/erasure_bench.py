@@ -125,10 +125,7 @@ def build_subject(
         made_versions = MemoryVersion.objects.bulk_create(rows, batch_size=CHUNK)
         through = MemoryVersion.sources.through
         through.objects.bulk_create(
-            [
-                through(memoryversion_id=v.pk, source_id=v.source_ids[0])  # type: ignore[misc]
-                for v in made_versions
-            ],
+            [through(memoryversion_id=v.pk, source_id=v.source_ids[0]) for v in made_versions],
             batch_size=CHUNK,
         )
         records = RetrievalRecord.objects.bulk_create(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -61,7 +63,8 @@ def subject_export(request: HttpRequest, principal: Principal, entity_id: str) -
         export_subject(principal, entity_id), content_type="application/json"
     )
     response["Content-Disposition"] = f'attachment; filename="{entity_id}.json"'
-    return response
+    # A streamed document is an HttpResponseBase like the pages; the wrapper only passes it on.
+    return cast(HttpResponse, response)
 
 
 @require_POST

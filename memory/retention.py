@@ -17,7 +17,7 @@ the counts of the run:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,7 +39,9 @@ CITING_STATUSES = (Status.ACTIVE, *OPEN_STATUSES)
 MAX_DAYS = 36500
 
 
-def retention_set(*, tenant: Tenant, actor: str = "operator", **days: int | None) -> Tenant:
+def retention_set(
+    *, tenant: Tenant, days: Mapping[str, int | None], actor: str = "operator"
+) -> Tenant:
     """Change the retention settings given (``None`` keeps forever), audited with the old
     and new values. Only the names in ``SETTINGS`` are accepted."""
     errors = {}

@@ -39,7 +39,7 @@ class Command(BaseCommand):
             flags = ", ".join("--" + name.replace("_", "-") for name in SETTINGS)
             raise CommandError(f"give at least one of {flags}")
         try:
-            tenant = retention_set(tenant=tenant, **given)
+            tenant = retention_set(tenant=tenant, days=given)
         except InvalidContent as exc:
             raise CommandError(exc.detail) from exc
         for name in SETTINGS:
