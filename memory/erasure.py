@@ -1,10 +1,11 @@
 """Erasure of a subject (DESIGN.md, Retention and erasure; API.md, Retention and erasure).
 
-``erasure_start`` runs in the request: in one transaction it retires every item about the
-subject (``lifecycle.end_use``: audited transitions, tasks flagged, cache generations
-bumped in the transaction and in Redis after commit, so no resolve returns them once the
-202 is out), turns the name and aliases into a tombstone, records an ``Erasure`` row and
-asks, through the outbox, for ``erasure_continue`` to run in a worker.
+``erasure_start`` runs in the request: in one transaction it retires every item about
+the subject (``lifecycle.end_use_of_subject``, ``end_use`` for all lineages at once: one
+audited transition per version, tasks flagged, the cache generation bumped in the
+transaction and in Redis after commit, so no resolve returns them once the 202 is out),
+turns the name and aliases into a tombstone, records an ``Erasure`` row and asks,
+through the outbox, for ``erasure_continue`` to run in a worker.
 
 ``erasure_continue`` works in phases, each batch in its own transaction: the ``Erasure``
 row is locked, the batch changes rows that still need it (``erased_at IS NULL``, content
@@ -59,7 +60,7 @@ from core.outbox import outbox_write
 from core.principals import Principal
 from memory import cache
 from memory.effects import ERASURE_DONE, ERASURE_RUN
-from memory.lifecycle import IN_USE_OR_OPEN, end_use, locked_versions
+from memory.lifecycle import end_use_of_subject
 from memory.models import (
     Entity,
     Erasure,
@@ -138,23 +139,16 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
             started_at=now,
             progress_at=now,
         )
-        tag = f"erased on request ({erasure.pk})"
-        retired = 0
-        items = MemoryItem.objects.filter(tenant=principal.tenant, subject=entity).order_by("pk")
-        for item in items.iterator(chunk_size=500):
-            versions = locked_versions(item, IN_USE_OR_OPEN)
-            if versions:
-                end_use(
-                    item=item,
-                    versions=versions,
-                    to=Status.RETIRED,
-                    actor=principal.name,
-                    reason=tag,
-                    flag_event="retired",
-                    at=now,
-                    announce=False,
-                )
-                retired += 1
+        retired = end_use_of_subject(
+            tenant_id=principal.tenant.pk,
+            subject_id=entity.pk,
+            to=Status.RETIRED,
+            actor=principal.name,
+            reason=f"erased on request ({erasure.pk})",
+            flag_event="retired",
+            at=now,
+        )
+        items = MemoryItem.objects.filter(tenant=principal.tenant, subject=entity)
         aliases, _ = entity.aliases.all().delete()
         items.exclude(subject_mention="").update(subject_mention="")
         entity.name, entity.name_normalized, entity.external_ref = TOMBSTONE, "", ""
