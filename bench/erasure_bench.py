@@ -1,12 +1,13 @@
 """Erasure of a subject with 10,000 versions and 2,000 sources on PostgreSQL (issue 12).
 
 ```sh
-DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench_erasure \
+DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench \
 REDIS_URL=redis://127.0.0.1:6379/0 \
     .venv/bin/python -m bench.erasure_bench [--versions 10000] [--sources 2000]
 ```
 
-Creates (drops and recreates) the database named by ``DATABASE_URL``, migrates it, makes a
+Creates (drops and recreates) its own database, ``<name of DATABASE_URL>_erasure`` (so
+``make bench`` never drops another benchmark's data), migrates it, makes a
 tenant and a privacy officer through the services, then bulk-inserts one subject with
 ``--versions`` versions (lineages of five: four superseded, the head active), each citing
 one of ``--sources`` sources, and a retrieval record per lineage. It then times:
@@ -180,7 +181,10 @@ def main() -> None:
     parser.add_argument("--versions", type=int, default=10_000)
     parser.add_argument("--sources", type=int, default=2_000)
     args = parser.parse_args()
-    url = os.environ["DATABASE_URL"]
+    base = urlsplit(os.environ["DATABASE_URL"])
+    name = base.path.lstrip("/")
+    url = base._replace(path=f"/{name.removesuffix('_erasure')}_erasure").geturl()
+    os.environ["DATABASE_URL"] = url
     _recreate_database(url)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
