@@ -73,7 +73,8 @@ class MemoryPageOut(_Base):
 class SourceOut(_Base):
     id = serializers.CharField()
     kind = serializers.ChoiceField(Source.Kind.values)
-    content = serializers.CharField(allow_blank=True)
+    # null once purged by retention or erasure (the sha256 stays).
+    content = serializers.CharField(allow_blank=True, allow_null=True)
     content_sha256 = serializers.CharField()
     external_ref = serializers.CharField(allow_null=True)
     version = serializers.CharField(allow_null=True)
@@ -190,6 +191,49 @@ class PublishedPolicyOut(PolicyOut):
 
 class RevalidationStartedOut(_Base):
     revalidation = serializers.CharField()
+
+
+class ErasureStartedOut(_Base):
+    erasure = serializers.CharField()
+
+
+class KeptSourceOut(_Base):
+    # DRF's metaclass moves declared fields off the class, so "source" shadows nothing.
+    source = serializers.CharField()  # type: ignore[assignment]
+    also_cited_for = serializers.ListField(child=serializers.CharField())
+
+
+class ErasureOut(_Base):
+    id = serializers.CharField()
+    subject = serializers.CharField()
+    status = serializers.ChoiceField(["running", "done", "failed"])
+    phase = serializers.CharField()
+    counts = serializers.DictField(child=serializers.IntegerField(min_value=0))
+    kept = KeptSourceOut(many=True)
+    requested_by = serializers.CharField()
+    started_at = _time()
+    finished_at = _time(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+
+
+class ExportEntityOut(_Base):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    name = serializers.CharField()
+    external_ref = serializers.CharField(allow_null=True)
+    created_at = _time()
+    erased_at = _time(allow_null=True)
+
+
+class ExportOut(_Base):
+    """Everything held about a subject (streamed; see memory/export.py for each row)."""
+
+    entity = ExportEntityOut()
+    aliases = serializers.ListField(child=serializers.DictField())
+    versions = serializers.ListField(child=serializers.DictField())
+    sources = SourceOut(many=True)
+    retrievals = serializers.ListField(child=serializers.DictField())
+    audit_events = serializers.ListField(child=serializers.DictField())
 
 
 class ScenarioOut(_Base):
@@ -397,6 +441,10 @@ REQUEST_EXAMPLES: dict[str, list[OpenApiExample]] = {
     "webhook_rotate_secret": [
         _example("overlap-an-hour", "Receivers switch within the hour",
                  {"previous_valid_for_seconds": 3600}),
+    ],
+    "entity_erase": [
+        _example("erasure-request", "Seed 000: Sarah asked us to forget what we hold about her",
+                 {"reason": "Erasure request ER-114, verified by the privacy office."}),
     ],
     "policy_publish": [
         _example("verification-first",

@@ -3,7 +3,7 @@ selectors."""
 
 from django.urls import path
 
-from api import audit, memory, resolve, review, webhooks
+from api import audit, erasure, memory, resolve, review, webhooks
 
 urlpatterns = [
     path("sources", memory.SourceCollectionView.as_view()),
@@ -12,6 +12,9 @@ urlpatterns = [
     path("entities/match", memory.EntityMatchView.as_view()),
     path("entities/<str:entity_id>", memory.EntityDetailView.as_view()),
     path("entities/<str:entity_id>/aliases", memory.EntityAliasView.as_view()),
+    path("entities/<str:entity_id>/export", erasure.ExportView.as_view()),
+    path("entities/<str:entity_id>/erase", erasure.EraseView.as_view()),
+    path("erasures/<str:erasure_id>", erasure.ErasureView.as_view()),
     path("memories", memory.MemoryCollectionView.as_view()),
     path("memories/<str:memory_id>", memory.MemoryDetailView.as_view()),
     path("memories/<str:memory_id>/versions", memory.MemoryVersionsView.as_view()),

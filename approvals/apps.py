@@ -10,6 +10,8 @@ OUTBOX_HANDLERS = {
     "notify.retired": "approvals.tasks.notify_retired",
     "notify.revalidation_failures": "approvals.tasks.notify_revalidation_failures",
     "revalidation.run": "approvals.tasks.revalidation_run",
+    "erasure.run": "approvals.tasks.erasure_run",
+    "notify.erasure_done": "approvals.tasks.notify_erasure_done",
 }
 
 

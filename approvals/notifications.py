@@ -16,7 +16,7 @@ from approvals import emails
 from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
-from memory.models import MemoryVersion, Status
+from memory.models import Erasure, MemoryVersion, Status
 
 logger = logging.getLogger(__name__)
 DIGEST_THRESHOLD = 3
@@ -131,3 +131,16 @@ def notify_revalidation_failure(version_id: int, job: Any) -> int:
             _send("revalidation_failed", user, [claim], context)
             sent += 1
     return sent
+
+
+def notify_erasure_done(erasure_id: str) -> bool:
+    """The requester learns the erasure finished: ids and counts, never the content."""
+    job = Erasure.objects.select_related("requested_by").get(pk=erasure_id)
+    user = job.requested_by
+    if job.status != Erasure.Status.DONE or user is None or not user.email:
+        return False
+    claim = _claim(f"erasure:{job.pk}", user, job.tenant_id)
+    if claim is None:
+        return False
+    _send("erasure_done", user, [claim], {"erasure": job})
+    return True

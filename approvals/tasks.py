@@ -14,12 +14,14 @@ from django.utils import timezone
 from approvals import checking, notifications, revalidation
 from approvals.models import Revalidation
 from core import outbox
+from memory import erasure, retention
 from memory.lifecycle import versions_expire
 from memory.models import MemoryVersion, Status
 
 logger = logging.getLogger(__name__)
 STUCK_AFTER = timedelta(minutes=2)
 REVALIDATION_STALLED_AFTER = timedelta(minutes=5)
+ERASURE_STALLED_AFTER = timedelta(minutes=5)
 EXPIRY_WARNINGS = (timedelta(days=7), timedelta(days=1))
 
 
@@ -109,3 +111,33 @@ def remind_pending_and_expiring() -> None:
         )
         for version in due:
             notifications.notify_owner(version.pk, f"expiry_{ahead.days}d", "expiry_warning", {})
+
+
+@shared_task(acks_late=True)
+def erasure_run(erasure_id: str) -> str:
+    """Started from the outbox after the erasure commits, and again by the stall sweeper;
+    every batch is its own transaction, so a second delivery only finishes the rest."""
+    try:
+        return erasure.erasure_continue(erasure_id).status
+    except Exception as exc:
+        erasure.erasure_fail(erasure_id, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+@shared_task
+def resume_stalled_erasures() -> list[str]:
+    stalled = erasure.stalled_erasures(stalled_after=ERASURE_STALLED_AFTER)
+    for erasure_id in stalled:
+        erasure_run.delay(erasure_id)
+    return stalled
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def notify_erasure_done(erasure_id: str) -> bool:
+    return notifications.notify_erasure_done(erasure_id)
+
+
+@shared_task
+def apply_retention() -> dict[str, dict[str, int]]:
+    """Daily: each tenant's retention settings, in batches, audited once per tenant."""
+    return retention.retention_run()

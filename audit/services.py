@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -55,6 +56,56 @@ def audit_append(
     head.last_hash = event.hash
     head.save(update_fields=["last_seq", "last_hash"])
     return event
+
+
+def audit_append_many(
+    *,
+    tenant: Tenant,
+    actor: str,
+    events: Sequence[tuple[str, str, str, dict[str, Any]]],
+) -> int:
+    """Append ``(action, target_type, target_id, data)`` events in order, chained exactly
+    as ``audit_append`` would one by one, with the head locked and written once and the
+    rows inserted in batches: a change of thousands of rows (an erasure) stays fast."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_append_many must run inside the transaction of the change")
+    if not events:
+        return 0
+    head = _locked_chain_head(tenant)
+    at = timezone.now()
+    seq, prev = head.last_seq, head.last_hash
+    rows = []
+    for action, target_type, target_id, data in events:
+        seq += 1
+        digest = event_hash(
+            prev_hash=prev,
+            seq=seq,
+            at=at,
+            actor=actor,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            data=data,
+        )
+        rows.append(
+            AuditEvent(
+                tenant=tenant,
+                seq=seq,
+                at=at,
+                actor=actor,
+                action=action,
+                target_type=target_type,
+                target_id=target_id,
+                data=data,
+                prev_hash=prev,
+                hash=digest,
+            )
+        )
+        prev = digest
+    AuditEvent.objects.bulk_create(rows, batch_size=1000)
+    head.last_seq, head.last_hash = seq, prev
+    head.save(update_fields=["last_seq", "last_hash"])
+    return len(rows)
 
 
 def _locked_chain_head(tenant: Tenant) -> AuditChainHead:

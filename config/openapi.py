@@ -27,6 +27,7 @@ _WHY = {
     "401": "No API key, or an unknown, revoked or expired one.",
     "403": "The principal may not do this.",
     "404": "No such resource visible to the principal.",
+    "410": "The subject was erased (problem type `erased`).",
     "409": "Conflict with the current state (e.g. a stale If-Match, a key still in progress).",
     "413": "The body is larger than 256 KiB.",
     "415": "The body is not application/json.",
@@ -61,6 +62,8 @@ def document_problems(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 statuses += _WRITES
             if method == "post" and path.endswith("/versions"):
                 statuses.append("428")
+            if path.endswith("/resolve"):
+                statuses.append("410")
             responses = operation.setdefault("responses", {})
             for status in statuses:
                 responses.setdefault(status, _problem(status))

@@ -273,6 +273,8 @@ MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = env_int("MEMGOV_WEBHOOK_RETRY_WINDOW_SECON
 # Endpoints on loopback, private or link-local addresses are refused unless this is set.
 MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
 
+# Rows an erasure changes per transaction (memory/erasure.py).
+MEMGOV_ERASURE_BATCH = env_int("MEMGOV_ERASURE_BATCH", 500)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-checks": {"task": "approvals.tasks.sweep_stuck_checks", "schedule": 60.0},
     "sweep-outbox": {"task": "approvals.tasks.sweep_outbox", "schedule": 30.0},
@@ -285,6 +287,11 @@ CELERY_BEAT_SCHEDULE = {
     "remind-pending-and-expiring": {
         "task": "approvals.tasks.remind_pending_and_expiring",
         "schedule": 24 * 3600.0,
+    },
+    "apply-retention": {"task": "approvals.tasks.apply_retention", "schedule": 24 * 3600.0},
+    "resume-stalled-erasures": {
+        "task": "approvals.tasks.resume_stalled_erasures",
+        "schedule": 60.0,
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

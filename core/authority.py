@@ -175,6 +175,31 @@ def require_tenant_permission(principal: Principal, codename: str, refusal: str)
         raise Forbidden(refusal)
 
 
+ERASE_REFUSAL = "Erasing a subject needs the erase_subject permission."
+EXPORT_REFUSAL = "Exporting a subject needs the erase_subject or view_audit permission."
+
+
+def may_erase(principal: Principal) -> bool:
+    """Erasure is a person's decision on the tenant: never an agent's."""
+    return has_tenant_permission(principal, "erase_subject")
+
+
+def may_export(principal: Principal) -> bool:
+    """Whoever may erase a subject, or audit the tenant, may see everything held about it."""
+    allowed = Authority.load(principal)
+    return allowed.has("erase_subject") or allowed.has("view_audit")
+
+
+def require_erase(principal: Principal) -> None:
+    if not may_erase(principal):
+        raise Forbidden(ERASE_REFUSAL)
+
+
+def require_export(principal: Principal) -> None:
+    if not may_export(principal):
+        raise Forbidden(EXPORT_REFUSAL)
+
+
 def reviewers_for(versions: Iterable[V]) -> dict[int, list[User]]:
     """For each version, the active members with an email who may decide it, by name.
 

@@ -49,5 +49,12 @@ class StillProcessing(Conflict):
     retry_after_seconds = 1
 
 
+class Gone(DomainError):
+    """410 ``erased``: the subject was erased; nothing about it is answered any more."""
+
+    status = 410
+    problem_type = "erased"
+
+
 class PreconditionRequired(DomainError):
     status = 428

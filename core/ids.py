@@ -55,3 +55,7 @@ def new_delivery_id() -> str:
 def new_event_id() -> str:
     """A webhook event's id, sent as ``webhook-id`` (Standard Webhooks calls it a message)."""
     return new_id("msg")
+
+
+def new_erasure_id() -> str:
+    return new_id("era")

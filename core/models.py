@@ -20,6 +20,7 @@ TENANT_PERMISSIONS = (
     ("manage_policy", "Manage the resolution policy"),
     ("view_audit", "View the audit trail"),
     ("manage_webhooks", "Manage the tenant's webhook endpoints"),
+    ("erase_subject", "Export and erase what is held about a subject"),
 )
 GRANTABLE_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
 
@@ -34,7 +35,16 @@ class Tenant(models.Model):
     approvals_required = models.PositiveSmallIntegerField(
         default=2, help_text="Distinct approvals an enterprise rule needs."
     )
-    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    # Retention (DESIGN.md, Retention and erasure): empty keeps forever.
+    source_content_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Purge source content this many days after receipt."
+    )
+    retrieval_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Delete retrieval records older than this."
+    )
+    inactive_version_days = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Purge values of versions retired or expired this long."
+    )
     revalidation_failure = models.CharField(
         max_length=8,
         choices=RevalidationFailure.choices,

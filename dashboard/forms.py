@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from memory.erasure import MAX_REASON
 from memory.models import MemoryKind, Scenario, Status
 from memory.rules import DIMENSION_RE
 
@@ -162,4 +163,15 @@ class RevalidateForm(DashboardForm):
     id_prefix = "revalidate"
     reason = forms.CharField(
         max_length=2000, help_text="e.g. the model, the prompt or the tools changed."
+    )
+
+
+class EraseForm(forms.Form):
+    """Erasing cannot be undone: the person types the subject's id, and says why."""
+
+    confirm = forms.CharField(label="Type the subject's id to confirm", max_length=40)
+    reason = forms.CharField(
+        label="Reason (kept with the erasure; no personal details)",
+        max_length=MAX_REASON,
+        widget=forms.Textarea(attrs={"rows": 2}),
     )

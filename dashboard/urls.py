@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from dashboard import audit_log, browse, entities, item, overview, policy, queue, webhooks
+from dashboard import (
+    audit_log,
+    browse,
+    entities,
+    item,
+    overview,
+    policy,
+    queue,
+    subjects,
+    webhooks,
+)
 
 app_name = "dashboard"
 
@@ -20,6 +30,10 @@ urlpatterns = [
     path("sources/<str:source_id>/revoke/", item.revoke_source, name="revoke-source"),
     path("browse/", browse.browse_page, name="browse"),
     path("entities/", entities.entities_page, name="entities"),
+    path("entities/<str:entity_id>/", subjects.subject_page, name="subject"),
+    path("entities/<str:entity_id>/export/", subjects.subject_export, name="subject-export"),
+    path("entities/<str:entity_id>/erase/", subjects.subject_erase, name="subject-erase"),
+    path("erasures/<str:erasure_id>/", subjects.erasure_progress, name="erasure-progress"),
     path("audit/", audit_log.audit_page, name="audit"),
     path("audit/verify/", audit_log.audit_verify_view, name="audit-verify"),
     path("policy/", policy.policy_page, name="policy"),

@@ -16,6 +16,8 @@ PENDING_REVIEW = "notify.pending_review"
 CHECKS_FAILED = "notify.checks_failed"
 RETIRED = "notify.retired"
 REVALIDATION_FAILURES = "notify.revalidation_failures"
+ERASURE_RUN = "erasure.run"
+ERASURE_DONE = "notify.erasure_done"
 
 
 def after_version_recorded(version: MemoryVersion) -> None:

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.chain import digest
-from audit.services import audit_append
+from audit.services import audit_append, audit_append_many
 from memory import cache, events
 from memory.effects import after_checks_failed, after_retired
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
@@ -147,8 +147,10 @@ def end_use(
     reason: str,
     flag_event: str | None,
     at: datetime | None = None,
+    announce: bool = True,
 ) -> list[str]:
-    """Move versions out of use inside the caller's transaction; returns flagged tasks."""
+    """Move versions out of use inside the caller's transaction; returns flagged tasks.
+    ``announce=False`` (erasure) sends owners no retirement email about the content."""
     now = at or timezone.now()
     for version in versions:
         version_transition(version=version, to=to, actor=actor, reason=reason, at=now)
@@ -156,7 +158,7 @@ def end_use(
     if flag_event and any(v.activated_at for v in versions):
         flagged = flag_tasks(item=item, event=flag_event, reason=reason, at=now)
     bump_on_commit(versions)
-    if to == Status.RETIRED:
+    if to == Status.RETIRED and announce:
         after_retired(versions)
     if versions and to in END_OF_USE_EVENTS:
         events.event_emit(
@@ -165,6 +167,81 @@ def end_use(
             data={**events.versions_data(versions, reason=reason), "flagged_tasks": flagged},
         )
     return flagged
+
+
+def end_use_of_subject(
+    *,
+    tenant_id: int,
+    subject_id: str,
+    to: Status,
+    actor: str,
+    reason: str,
+    flag_event: str,
+    at: datetime,
+) -> int:
+    """``end_use`` for every lineage of one subject at once, inside the caller's
+    transaction (an erasure): the lineages and their versions in use or open are locked
+    (lineages first, as everywhere), moved in one update per kind, audited as one
+    ``memory.<to>`` event per version (chained in one batch), the tasks that used them
+    flagged in one insert, and the subject's cache bumped once. Owners are not mailed.
+    Returns the number of lineages whose use ended."""
+    items = MemoryItem.objects.filter(tenant_id=tenant_id, subject_id=subject_id)
+    list(items.select_for_update(no_key=True).order_by("pk").values_list("pk", flat=True))
+    rows = list(
+        MemoryVersion.objects.select_for_update(of=("self",), no_key=True)
+        .filter(tenant_id=tenant_id, subject_id=subject_id, status__in=IN_USE_OR_OPEN)
+        .order_by("item_id", "number")
+        .values_list("pk", "item_id", "number", "status", "activated_at")
+    )
+    if not rows:
+        cache.invalidate_subject_on_commit([(tenant_id, subject_id)])
+        return 0
+    for start in range(0, len(rows), 1000):
+        chunk = rows[start : start + 1000]
+        MemoryVersion.objects.filter(pk__in=[r[0] for r in chunk]).update(
+            status=to, status_reason=reason, status_changed_at=at
+        )
+        in_use = [r[0] for r in chunk if r[3] == Status.ACTIVE]
+        MemoryVersion.objects.filter(pk__in=in_use).update(deactivated_at=at)
+    tenant = MemoryItem.objects.select_related("tenant").get(pk=rows[0][1]).tenant
+    audit_append_many(
+        tenant=tenant,
+        actor=actor,
+        events=[
+            (
+                f"memory.{to}",
+                "memory",
+                item_id,
+                {"version": number, "from": status, "to": str(to), "reason_sha256": digest(reason)},
+            )
+            for _, item_id, number, status, _ in rows
+        ],
+    )
+    used = sorted({r[1] for r in rows if r[4] is not None})
+    for start in range(0, len(used), 1000):
+        uses = (
+            RetrievalUse.objects.filter(tenant_id=tenant_id, item_id__in=used[start : start + 1000])
+            .values_list("task_id", "item_id", "version_number")
+            .distinct()
+        )
+        TaskFlag.objects.bulk_create(
+            [
+                TaskFlag(
+                    tenant_id=tenant_id,
+                    task_id=task,
+                    item_id=item_id,
+                    version_number=number,
+                    event=flag_event,
+                    reason=reason,
+                    at=at,
+                )
+                for task, item_id, number in uses
+            ],
+            ignore_conflicts=True,
+            batch_size=1000,
+        )
+    cache.invalidate_subject_on_commit([(tenant_id, subject_id)])
+    return len({r[1] for r in rows})
 
 
 def lock_subject_field(version: MemoryVersion) -> None:

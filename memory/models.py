@@ -13,7 +13,13 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from core.ids import new_entity_id, new_memory_id, new_retrieval_id, new_source_id
+from core.ids import (
+    new_entity_id,
+    new_erasure_id,
+    new_memory_id,
+    new_retrieval_id,
+    new_source_id,
+)
 from core.models import Tenant
 
 
@@ -25,6 +31,8 @@ class Entity(models.Model):
     name_normalized = models.CharField(max_length=200, help_text="casefolded, for matching")
     external_ref = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when an erasure starts: the name is a tombstone, resolve answers 410 ``erased``.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "entities"
@@ -189,6 +197,9 @@ class MemoryVersion(models.Model):
     recorded_at = models.DateTimeField()
     activated_at = models.DateTimeField(null=True, blank=True)
     deactivated_at = models.DateTimeField(null=True, blank=True)
+    # When ``value`` and ``statement`` were purged (erasure or retention); the digests in
+    # the audit trail still prove what they were.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["item_id", "number"]
@@ -353,3 +364,44 @@ class RetrievalUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id} used {self.item_id} v{self.version_number}"
+
+
+class Erasure(models.Model):
+    """One erasure of a subject (DESIGN.md, Retention and erasure): its progress, counts
+    and kept sources live here, each batch updating them in the transaction of its change,
+    so a worker killed at any point resumes without counting anything twice."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_erasure_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
+    subject = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="erasures")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor = models.CharField(max_length=150)
+    reason = models.TextField()
+    # A digest of the former name: the audit tombstone proves which name was erased.
+    name_sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
+    phase = models.CharField(max_length=20, default="versions")
+    cursor = models.CharField(max_length=64, blank=True)
+    counts = models.JSONField(default=dict)
+    kept = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    progress_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="erasure_status_valid", condition=Q(status__in=["running", "done", "failed"])
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.id

@@ -102,7 +102,9 @@ def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Deci
             prefilter=not request.explain,
         )
     )
-    if current is None:  # no candidate row carried it (nor proved the subject exists)
+    if current is None or request.known_at is not None:
+        # No candidate row carried the policy (nor proved the subject exists), or the
+        # question is about the past, where an erased subject's versions still had a use.
         require_subject(principal.tenant, request.subject)
         policy = resolver_policy(current_policy(principal.tenant))
     else:

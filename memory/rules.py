@@ -107,6 +107,9 @@ def find_subject(tenant: Tenant, subject_id: str, errors: Errors) -> Entity | No
     entity = Entity.objects.filter(tenant=tenant, pk=subject_id).first()
     if entity is None:
         errors.add("subject", f"no entity {subject_id!r} in this tenant")
+    elif entity.erased_at is not None:
+        errors.add("subject", f"entity {subject_id!r} was erased")
+        return None
     return entity
 
 

@@ -13,7 +13,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from core import authority
-from core.errors import NotFound
+from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
 from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status
@@ -34,8 +34,11 @@ def access_source(principal: Principal, source_id: str) -> Source:
 def require_subject(tenant: Tenant, subject_id: str) -> None:
     """A resolve on a subject this tenant does not have is a 404 like any other id: an
     agent with a wrong id must not be told "no facts" (API.md, Resolve)."""
-    if not Entity.objects.filter(tenant=tenant, pk=subject_id).exists():
+    erased = Entity.objects.filter(tenant=tenant, pk=subject_id).values_list("erased_at", flat=True)
+    if not erased:
         raise NotFound(f"No entity {subject_id}.")
+    if erased[0] is not None:
+        raise Gone(f"Entity {subject_id} was erased.")
 
 
 def access_entity(principal: Principal, entity_id: str) -> Entity:

@@ -33,7 +33,7 @@ from memory.selectors import access_memory, access_source
 
 @admin.register(Tenant)
 class TenantAdmin(ReadOnlyAdmin):
-    list_display = ("slug", "name", "approvals_required", "retention_days", "created_at")
+    list_display = ("slug", "name", "approvals_required", "source_content_days", "created_at")
     search_fields = ("slug", "name")
 
 

@@ -44,6 +44,9 @@ CONTRACT = [
     ("get", "/api/v1/revalidations/{}"),
     ("get", "/api/v1/audit"),
     ("get", "/api/v1/audit/verify"),
+    ("get", "/api/v1/entities/{}/export"),
+    ("post", "/api/v1/entities/{}/erase"),
+    ("get", "/api/v1/erasures/{}"),
 ]
 
 
@@ -206,6 +209,8 @@ def test_every_operation_documents_its_problem_answers():
             assert problem["schema"] == {"$ref": "#/components/schemas/Problem"}
     corrections = _schema()["paths"]["/api/v1/memories/{memory_id}/versions"]["post"]
     assert "428" in corrections["responses"]
+    resolve = _schema()["paths"]["/api/v1/resolve"]["post"]
+    assert "410" in resolve["responses"]
 
 
 def test_a_response_that_breaks_the_schema_is_caught_by_the_checker():

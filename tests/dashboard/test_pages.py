@@ -11,7 +11,9 @@ from django.test import Client
 
 from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
+from memory.erasure import erasure_start
 from memory.grants import permission_grant
+from memory.models import Entity
 from memory.proposals import memory_correct
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
@@ -91,6 +93,16 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
     }
     pages.update({f"/memories/{memory_id}/": "Evidence" for memory_id in demo.items.values()})
     pages[f"/memories/{demo.items['order_a']}/live/"] = "6 of 6 passed"
+    # A subject's page, and an erasure still running (its run is left in the outbox).
+    subject = demo.item("order_a").subject_id
+    pages[f"/entities/{subject}/"] = "What is held"
+    permission_grant(tenant=demo.tenant, user=demo.users["rita"], codename="erase_subject")
+    erased = Entity.objects.create(
+        tenant=demo.tenant, kind="customer", name="Gone", name_normalized="gone"
+    )
+    erasure = erasure_start(principal=demo.principal("rita"), subject_id=erased.pk, reason="test")
+    pages[f"/entities/{erased.pk}/"] = "running"
+    pages[f"/erasures/{erasure.pk}/"] = erasure.pk
     rendered: set[str] = set()
 
     for path, text in pages.items():

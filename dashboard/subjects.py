@@ -1,0 +1,100 @@
+"""A subject's page: what is held about it, its export and its erasure (issue 12)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from core.authority import may_erase, may_export, require_export
+from core.errors import NotFound
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from dashboard.forms import EraseForm
+from memory.erasure import erasure_start
+from memory.export import export_subject
+from memory.models import Entity, Erasure, MemoryItem, MemoryVersion
+from memory.selectors import access_entity
+
+POLL_SECONDS = 2
+
+
+def _render(
+    request: HttpRequest,
+    principal: Principal,
+    entity: Entity,
+    *,
+    status: int = 200,
+    form: EraseForm | None = None,
+) -> HttpResponse:
+    return render(
+        request,
+        "dashboard/subject.html",
+        page_context(
+            principal,
+            entity=entity,
+            aliases=list(entity.aliases.all()),
+            memories=MemoryItem.objects.filter(tenant=principal.tenant, subject=entity).count(),
+            versions=MemoryVersion.objects.filter(tenant=principal.tenant, subject=entity).count(),
+            erasures=Erasure.objects.filter(subject=entity).order_by("-started_at"),
+            can_export=may_export(principal),
+            can_erase=may_erase(principal),
+            erase_form=form or EraseForm(),
+            poll_seconds=POLL_SECONDS,
+        ),
+        status=status,
+    )
+
+
+@require_GET
+@dashboard_view
+def subject_page(request: HttpRequest, principal: Principal, entity_id: str) -> HttpResponse:
+    return _render(request, principal, access_entity(principal, entity_id))
+
+
+@require_GET
+@dashboard_view
+def subject_export(request: HttpRequest, principal: Principal, entity_id: str) -> HttpResponse:
+    response = StreamingHttpResponse(
+        export_subject(principal, entity_id), content_type="application/json"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{entity_id}.json"'
+    # A streamed document is an HttpResponseBase like the pages; the wrapper only passes it on.
+    return cast(HttpResponse, response)
+
+
+@require_POST
+@dashboard_view
+def subject_erase(request: HttpRequest, principal: Principal, entity_id: str) -> HttpResponse:
+    entity = access_entity(principal, entity_id)
+    form = EraseForm(request.POST)
+    if not form.is_valid() or form.cleaned_data["confirm"] != entity.pk:
+        if form.is_valid():
+            form.add_error("confirm", "Type the subject's id exactly, to confirm.")
+        messages.error(request, "Nothing was erased: confirm with the id and give a reason.")
+        return _render(request, principal, entity, status=422, form=form)
+    erasure = erasure_start(
+        principal=principal, subject_id=entity.pk, reason=form.cleaned_data["reason"]
+    )
+    messages.success(request, f"Erasure {erasure.pk} started; its items are already retired.")
+    return redirect(reverse("dashboard:subject", args=[entity.pk]))
+
+
+@require_GET
+@dashboard_view
+def erasure_progress(request: HttpRequest, principal: Principal, erasure_id: str) -> HttpResponse:
+    """The polled progress of one erasure (also its page, linked from the email)."""
+    job = Erasure.objects.filter(tenant=principal.tenant, pk=erasure_id).first()
+    if job is None:
+        raise NotFound(f"No erasure {erasure_id}.")
+    require_export(principal)
+    fragment = request.headers.get("HX-Request") == "true"
+    return render(
+        request,
+        "dashboard/_erasure.html" if fragment else "dashboard/erasure.html",
+        page_context(principal, job=job, poll_seconds=POLL_SECONDS),
+    )

@@ -1,0 +1,395 @@
+"""Erasure of a subject (DESIGN.md, Retention and erasure; API.md, Retention and erasure).
+
+``erasure_start`` runs in the request: in one transaction it retires every item about
+the subject (``lifecycle.end_use_of_subject``, ``end_use`` for all lineages at once: one
+audited transition per version, tasks flagged, the cache generation bumped in the
+transaction and in Redis after commit, so no resolve returns them once the 202 is out),
+turns the name and aliases into a tombstone, records an ``Erasure`` row and asks,
+through the outbox, for ``erasure_continue`` to run in a worker.
+
+``erasure_continue`` works in phases, each batch in its own transaction: the ``Erasure``
+row is locked, the batch changes rows that still need it (``erased_at IS NULL``, content
+not yet purged, …), and the counts of what *this* batch changed are added to the row in
+the same transaction. A worker killed anywhere loses at most an uncommitted batch (its
+changes and its counts together), and a run delivered twice finds nothing left to count:
+the counts are exact after any crash and restart.
+
+Phases:
+
+- ``versions``: every version's ``value``, ``statement``, ``basis`` and status reason are
+  replaced by nothing and ``erased_at`` set; the reviewers' comments on them are cleared.
+- ``sources``: a source cited only by this subject's versions loses ``content``,
+  ``speaker`` and ``metadata`` (its sha256 stays); one also cited for another subject (or
+  by a version whose subject is not yet known) is kept and listed in ``kept`` with the
+  other subjects' ids.
+- ``retrievals``: retrieval records that used the subject's items, with their uses.
+- ``idempotency``: stored replays whose response body names the subject, one of its items
+  or a purged source (their bodies held values, statements, names or contents).
+- ``cache``: Redis entries of the subject. Their keys all begin with
+  ``mg:res:<tenant>:<subject>:`` (``memory.cache``), so a SCAN on that prefix finds every
+  one without a per-subject index; each is deleted, and so is the subject's generation
+  counter. (They were already unreadable: the start bumped the committed generation.)
+- ``done``: one audit event ``subject.erased`` with the counts, the erasure id and the
+  former name's digest; the requester is emailed (no personal content).
+
+The audit chain is untouched: audit events hold ids, statuses and digests, never values,
+statements, contents or names (``memory.proposals._version_audit_data``,
+``memory.sources``, ``memory.entities``), so nothing in it needs redaction and ``verify``
+passes over the whole chain after an erasure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from audit.chain import digest
+from audit.services import audit_append
+from core.authority import require_erase
+from core.errors import InvalidContent
+from core.models import IdempotencyRecord
+from core.outbox import outbox_write
+from core.principals import Principal
+from memory import cache, events
+from memory.effects import ERASURE_DONE, ERASURE_RUN
+from memory.lifecycle import end_use_of_subject
+from memory.models import (
+    Entity,
+    Erasure,
+    MemoryItem,
+    MemoryVersion,
+    RetrievalRecord,
+    RetrievalUse,
+    Source,
+    Status,
+)
+from memory.selectors import access_entity
+
+logger = logging.getLogger(__name__)
+
+TOMBSTONE = "[erased]"
+PHASES = ("versions", "sources", "retrievals", "idempotency", "cache", "done")
+COUNTS = (
+    "items_retired",
+    "aliases",
+    "versions",
+    "approval_comments",
+    "sources_purged",
+    "sources_kept",
+    "retrieval_records",
+    "retrieval_uses",
+    "idempotency_records",
+    "cache_entries",
+)
+_IDS = re.compile(r"\b(?:ent|mem|src)_[0-9a-z]{26}\b")
+MAX_REASON = 2000
+
+
+def batch_size() -> int:
+    return int(settings.MEMGOV_ERASURE_BATCH)
+
+
+def _comments() -> QuerySet[Any]:
+    """Reviewers' approval comments, a model of the layer above reached through its
+    relation to the version (as ``memory.selectors`` does), not by importing it."""
+    model = MemoryVersion._meta.get_field("approvals").related_model
+    assert model is not None and not isinstance(model, str)  # noqa: S101 - a declared relation
+    return model._default_manager.all()
+
+
+def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Erasure:
+    """Retire the subject's items at once and start the erasure; a subject already being
+    (or already) erased answers with its erasure, so a retried request starts nothing new."""
+    require_erase(principal)
+    reason = (reason or "").strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise InvalidContent({"reason": ["say why the subject is erased"]})
+    if len(reason) > MAX_REASON:
+        raise InvalidContent({"reason": [f"at most {MAX_REASON} characters"]})
+    entity = access_entity(principal, subject_id)
+    with transaction.atomic(durable=True):
+        entity = Entity.objects.select_for_update().get(pk=entity.pk)
+        existing = Erasure.objects.filter(subject=entity).order_by("started_at").first()
+        if existing is not None:
+            if existing.status == Erasure.Status.FAILED:
+                existing.status = Erasure.Status.RUNNING
+                existing.error = ""
+                existing.save(update_fields=["status", "error"])
+                outbox_write(
+                    kind=ERASURE_RUN, payload={"erasure_id": existing.pk}, tenant=entity.tenant
+                )
+            return existing
+        now = timezone.now()
+        erasure = Erasure.objects.create(
+            tenant=principal.tenant,
+            subject=entity,
+            requested_by=principal.user,
+            actor=principal.name,
+            reason=reason,
+            name_sha256=digest(entity.name_normalized),
+            counts=dict.fromkeys(COUNTS, 0),
+            started_at=now,
+            progress_at=now,
+        )
+        retired = end_use_of_subject(
+            tenant_id=principal.tenant.pk,
+            subject_id=entity.pk,
+            to=Status.RETIRED,
+            actor=principal.name,
+            reason=f"erased on request ({erasure.pk})",
+            flag_event="retired",
+            at=now,
+        )
+        items = MemoryItem.objects.filter(tenant=principal.tenant, subject=entity)
+        aliases, _ = entity.aliases.all().delete()
+        items.exclude(subject_mention="").update(subject_mention="")
+        entity.name, entity.name_normalized, entity.external_ref = TOMBSTONE, "", ""
+        entity.erased_at = now
+        entity.save(update_fields=["name", "name_normalized", "external_ref", "erased_at"])
+        erasure.counts = {**erasure.counts, "items_retired": retired, "aliases": aliases}
+        erasure.save(update_fields=["counts"])
+        audit_append(
+            tenant=principal.tenant,
+            actor=principal.name,
+            action="subject.erasure_started",
+            target_type="entity",
+            target_id=entity.pk,
+            data={
+                "erasure": erasure.pk,
+                "reason_sha256": digest(reason),
+                "items_retired": retired,
+                "aliases": aliases,
+            },
+        )
+        # No item may be left to bump (a subject with none): its answers end here too.
+        cache.invalidate_subject_on_commit([(principal.tenant.pk, entity.pk)])
+        outbox_write(kind=ERASURE_RUN, payload={"erasure_id": erasure.pk}, tenant=entity.tenant)
+    return erasure
+
+
+def erasure_continue(erasure_id: str) -> Erasure:
+    """Run the erasure to its end, one committed batch at a time (idempotent, resumable)."""
+    while True:
+        with transaction.atomic(durable=True):
+            erasure = (
+                Erasure.objects.select_for_update(of=("self",))
+                .select_related("tenant", "subject")
+                .get(pk=erasure_id)
+            )
+            if erasure.status != Erasure.Status.RUNNING:
+                return erasure
+            more = _STEPS[erasure.phase](erasure)
+            if not more:
+                erasure.phase = PHASES[PHASES.index(erasure.phase) + 1]
+                erasure.cursor = ""
+            erasure.progress_at = timezone.now()
+            if erasure.phase == "done":
+                _finish(erasure)
+            erasure.save()
+            logger.info("erasure %s: %s %s", erasure.pk, erasure.phase, erasure.counts)
+            if erasure.status == Erasure.Status.DONE:
+                return erasure
+
+
+def erasure_fail(erasure_id: str, error: str) -> None:
+    """A batch raised something a retry will not fix: say so on the row (the 202's GET)."""
+    Erasure.objects.filter(pk=erasure_id, status=Erasure.Status.RUNNING).update(
+        status=Erasure.Status.FAILED, error=error[:2000]
+    )
+
+
+def _add(erasure: Erasure, **counts: int) -> None:
+    erasure.counts = {
+        **erasure.counts,
+        **{k: erasure.counts.get(k, 0) + v for k, v in counts.items()},
+    }
+
+
+def _subject_versions(erasure: Erasure) -> QuerySet[MemoryVersion]:
+    return MemoryVersion.objects.filter(tenant=erasure.tenant, subject=erasure.subject)
+
+
+def _erase_versions(erasure: Erasure) -> bool:
+    size = batch_size()
+    ids = list(
+        _subject_versions(erasure)
+        .filter(erased_at__isnull=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:size]
+    )
+    if not ids:
+        return False
+    changed = MemoryVersion.objects.filter(pk__in=ids, erased_at__isnull=True).update(
+        value=None, statement="", basis={}, status_reason="", erased_at=timezone.now()
+    )
+    comments = _comments().filter(version_id__in=ids).exclude(comment="").update(comment="")
+    _add(erasure, versions=changed, approval_comments=comments)
+    return len(ids) == size
+
+
+def _cited_sources(erasure: Erasure) -> QuerySet[Source]:
+    return Source.objects.filter(
+        tenant=erasure.tenant, memory_versions__subject=erasure.subject
+    ).distinct()
+
+
+def _purge_sources(erasure: Erasure) -> bool:
+    size = batch_size()
+    ids = list(
+        _cited_sources(erasure)
+        .filter(pk__gt=erasure.cursor)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:size]
+    )
+    if not ids:
+        return False
+    through = MemoryVersion.sources.through
+    others: dict[str, set[str | None]] = {}
+    shared = (
+        through.objects.filter(source_id__in=ids)
+        .exclude(memoryversion__subject=erasure.subject)
+        .values_list("source_id", "memoryversion__subject_id")
+        .distinct()
+    )
+    for source_id, subject_id in shared:
+        others.setdefault(source_id, set()).add(subject_id)
+    kept = [
+        {"source": sid, "also_cited_for": sorted(s for s in others[sid] if s is not None)}
+        for sid in ids
+        if sid in others
+    ]
+    purge = [sid for sid in ids if sid not in others]
+    purged = (
+        Source.objects.filter(pk__in=purge)
+        .filter(~Q(content=None) | ~Q(speaker="") | ~Q(metadata={}))
+        .update(content=None, speaker="", metadata={})
+    )
+    erasure.kept = [*erasure.kept, *kept]
+    erasure.cursor = ids[-1]
+    _add(erasure, sources_purged=purged, sources_kept=len(kept))
+    return len(ids) == size
+
+
+def _delete_retrievals(erasure: Erasure) -> bool:
+    size = batch_size()
+    items = MemoryItem.objects.filter(tenant=erasure.tenant, subject=erasure.subject)
+    ids = list(
+        RetrievalUse.objects.filter(tenant=erasure.tenant, item__in=items)
+        .order_by("retrieval_id")
+        .values_list("retrieval_id", flat=True)
+        .distinct()[:size]
+    )
+    if not ids:
+        return False
+    uses, _ = RetrievalUse.objects.filter(retrieval_id__in=ids).delete()
+    records, _ = RetrievalRecord.objects.filter(pk__in=ids).delete()
+    _add(erasure, retrieval_records=records, retrieval_uses=uses)
+    return len(ids) == size
+
+
+def _mentions_subject(erasure: Erasure, text: str) -> bool:
+    """Whether a stored body names the subject, one of its items or a source purged for
+    it: ids found in the text are checked against the database (memory stays flat)."""
+    found = set(_IDS.findall(text))
+    if not found:
+        return False
+    if erasure.subject_id in found:
+        return True
+    items = {i for i in found if i.startswith("mem_")}
+    if items and MemoryItem.objects.filter(pk__in=items, subject=erasure.subject).exists():
+        return True
+    kept = {k["source"] for k in erasure.kept}
+    sources = {s for s in found if s.startswith("src_")} - kept
+    return bool(sources) and _cited_sources(erasure).filter(pk__in=sources).exists()
+
+
+def _delete_replays(erasure: Erasure) -> bool:
+    size = batch_size()
+    after = int(erasure.cursor or 0)
+    rows = list(
+        IdempotencyRecord.objects.filter(tenant=erasure.tenant, pk__gt=after)
+        .order_by("pk")
+        .values_list("pk", "response_body")[:size]
+    )
+    if not rows:
+        return False
+    doomed = [pk for pk, body in rows if _mentions_subject(erasure, _as_text(body))]
+    deleted, _ = IdempotencyRecord.objects.filter(pk__in=doomed).delete()
+    erasure.cursor = str(rows[-1][0])
+    _add(erasure, idempotency_records=deleted)
+    return len(rows) == size
+
+
+def _as_text(body: Any) -> str:
+    return body if isinstance(body, str) else json.dumps(body, default=str)
+
+
+def _delete_cache_entries(erasure: Erasure) -> bool:
+    """Delete up to a batch of the subject's Redis entries; Redis is outside the
+    transaction, so an entry deleted by a run killed before commit is not counted
+    (it is gone either way)."""
+    if not settings.REDIS_URL:
+        return False
+    client = cache._redis()
+    prefix = f"mg:res:{erasure.tenant_id}:{erasure.subject_id}:"
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))[: batch_size()]
+    if not keys:
+        client.delete(cache.subject_generation_key(erasure.tenant_id, erasure.subject_id))
+        return False
+    _add(erasure, cache_entries=int(client.delete(*keys)))
+    return True
+
+
+def _finish(erasure: Erasure) -> None:
+    now = timezone.now()
+    erasure.status = Erasure.Status.DONE
+    erasure.finished_at = now
+    audit_append(
+        tenant=erasure.tenant,
+        actor=erasure.actor,
+        action="subject.erased",
+        target_type="entity",
+        target_id=erasure.subject_id,
+        data={
+            "erasure": erasure.pk,
+            "counts": erasure.counts,
+            "kept_sources": [k["source"] for k in erasure.kept],
+            "name_sha256": erasure.name_sha256,
+            "reason_sha256": digest(erasure.reason),
+        },
+    )
+    events.event_emit(
+        tenant=erasure.tenant,
+        event_type=events.SUBJECT_ERASED,
+        data={"subject": erasure.subject_id, "erasure": erasure.pk, "counts": erasure.counts},
+    )
+    if erasure.requested_by_id is not None:
+        outbox_write(kind=ERASURE_DONE, payload={"erasure_id": erasure.pk}, tenant=erasure.tenant)
+
+
+_STEPS: dict[str, Callable[[Erasure], bool]] = {
+    "versions": _erase_versions,
+    "sources": _purge_sources,
+    "retrievals": _delete_retrievals,
+    "idempotency": _delete_replays,
+    "cache": _delete_cache_entries,
+    "done": lambda erasure: False,
+}
+
+
+def stalled_erasures(*, stalled_after: Any) -> list[str]:
+    """Running erasures without progress for a while (a lost message, a dead worker)."""
+    since = timezone.now() - stalled_after
+    return list(
+        Erasure.objects.filter(status=Erasure.Status.RUNNING, progress_at__lt=since).values_list(
+            "pk", flat=True
+        )
+    )

@@ -1,0 +1,192 @@
+"""Erasure of a subject, provably complete (issue 12): after it, no column of any table
+and no Redis key holds what was said about her; the audit chain still verifies; a source
+shared with another subject is kept and that subject's answers do not change."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core import mail
+from django.core.management import call_command
+from django_redis import get_redis_connection
+
+from audit.models import AuditEvent
+from audit.selectors import audit_verify
+from core.models import IdempotencyRecord, Outbox
+from memory.models import Entity, Erasure, MemoryVersion, RetrievalRecord, Source
+from tests.approvals.support import Flow
+from tests.erasure import story
+from tests.erasure.story import NEEDLES, P9, build, scan_database, scan_redis
+
+REASON = {"reason": "Article 17 request, ticket PRIV-88"}
+
+
+def export(flow: Flow, who: str, subject: str) -> Any:
+    response = flow.get(who, f"/entities/{subject}/export")
+    assert response.status_code == 200, response
+    assert response.streaming
+    return json.loads(b"".join(response.streaming_content))
+
+
+def erase(flow: Flow, subject: str, who: str = "erin") -> str:
+    body = flow.ok(flow.post(who, f"/entities/{subject}/erase", REASON), 202)
+    assert body["erasure"].startswith("era_")
+    return str(body["erasure"])
+
+
+def test_the_export_before_an_erasure_holds_everything_about_her(flow: Flow):
+    tale = build(flow)
+
+    document = export(flow, "erin", tale.subject)
+
+    text = json.dumps(document)
+    for needle in NEEDLES:
+        assert needle in text, needle
+    assert document["entity"]["id"] == tale.subject
+    assert [a["alias"] for a in document["aliases"]] == [story.ALIAS]
+    assert {v["memory_id"] for v in document["versions"]} == set(tale.memories)
+    assert {s["id"] for s in document["sources"]} == {*tale.sources, tale.shared_source}
+    assert [r["task_id"] for r in document["retrievals"]] == ["task-q-1"] * 3
+    actions = {e["action"] for e in document["audit_events"]}
+    assert {"entity.created", "memory.proposed", "memory.active", "source.recorded"} <= actions
+
+
+def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verifies(flow: Flow):
+    tale = build(flow)
+    assert export(flow, "erin", tale.subject)  # the export came before
+    before_other = flow.ok(flow.post("agent", "/resolve", {"subject": tale.other, "context": P9}))
+
+    erasure_id = erase(flow, tale.subject)
+
+    job = flow.ok(flow.get("erin", f"/erasures/{erasure_id}"))
+    assert job["status"] == "done", job
+    assert job["counts"] == {
+        "items_retired": 3,
+        "aliases": 1,
+        "versions": 3,
+        "approval_comments": 0,
+        "sources_purged": 2,
+        "sources_kept": 1,
+        "retrieval_records": 1,
+        "retrieval_uses": 3,
+        "idempotency_records": 1,
+        "cache_entries": job["counts"]["cache_entries"],
+    }
+    assert job["kept"] == [{"source": tale.shared_source, "also_cited_for": [tale.other]}]
+    tables, found = scan_database(NEEDLES)
+    assert found == []
+    assert tables >= 30
+    if settings.REDIS_URL:
+        assert job["counts"]["cache_entries"] >= 1
+        assert scan_redis(get_redis_connection("default"), NEEDLES) == []
+    assert audit_verify(tenant=flow.world.tenant).ok
+    out = StringIO()
+    call_command("verify_audit", "--tenant", "acme", stdout=out)
+    assert ": ok, " in out.getvalue()
+    [event] = AuditEvent.objects.filter(action="subject.erased", target_id=tale.subject)
+    assert event.data["counts"] == job["counts"]
+    assert not any(n.casefold() in json.dumps(event.data).casefold() for n in NEEDLES)
+
+    # The shared source is kept whole; the other subject's answer is unchanged.
+    assert Source.objects.get(pk=tale.shared_source).content == story.SHARED
+    after_other = flow.ok(flow.post("agent", "/resolve", {"subject": tale.other, "context": P9}))
+    assert after_other["facts"] == before_other["facts"]
+    # The digests stay: what was purged can still be proven.
+    assert all(Source.objects.get(pk=s).content_sha256 for s in tale.sources)
+    assert not RetrievalRecord.objects.filter(task_id="task-q-1").exists()
+    assert not IdempotencyRecord.objects.filter(key="quill-1").exists()
+    assert MemoryVersion.objects.filter(subject_id=tale.subject, erased_at=None).count() == 0
+    print(f"column scan: {tables} tables")
+
+
+def test_an_erased_subject_resolves_to_410_and_no_proposal_may_name_it(flow: Flow):
+    tale = build(flow)
+    erase(flow, tale.subject)
+
+    for extra in ({}, {"known_at": "2020-01-01T00:00:00Z"}, {"task_id": "t-2"}):
+        response = flow.post("agent", "/resolve", {"subject": tale.subject, "context": P9, **extra})
+        assert response.status_code == 410, extra
+        assert response.json()["type"] == "https://memgov.dev/problems/erased"
+    proposal = flow.body("preference", {}, subject=tale.subject, sources=[tale.shared_source])
+    refused = flow.post("agent", "/memories", proposal)
+    assert refused.status_code == 422
+    assert "subject" in refused.json()["errors"]
+    matched = flow.ok(flow.post("agent", "/entities/match", {"name": story.NAME}))
+    assert matched["decision"] == "none"
+    assert Entity.objects.get(pk=tale.subject).name == "[erased]"
+
+
+def test_the_requester_is_told_without_personal_content(flow: Flow):
+    tale = build(flow)
+    mail.outbox.clear()
+
+    erasure_id = erase(flow, tale.subject)
+
+    [notice] = [m for m in mail.outbox if erasure_id in m.subject]
+    assert notice.to == ["erin@example.com"]
+    body = str(notice.subject) + str(notice.body) + str(getattr(notice, "alternatives", ""))
+    assert tale.subject in body
+    assert not any(n.casefold() in body.casefold() for n in NEEDLES)
+    # Owners were not mailed the retired statements.
+    assert not [m for m in mail.outbox if m.subject.startswith("[Memgov] Retired")]
+
+
+def test_a_finished_erasure_is_announced_to_webhooks_with_counts_and_no_content(flow: Flow):
+    tale = build(flow)
+
+    erasure_id = erase(flow, tale.subject)
+
+    [event] = [
+        row.payload
+        for row in Outbox.objects.filter(kind="webhook.event")
+        if row.payload["event_type"] == "subject.erased"
+    ]
+    assert event["data"] == {
+        "subject": tale.subject,
+        "erasure": erasure_id,
+        "counts": Erasure.objects.get(pk=erasure_id).counts,
+    }
+    assert not any(n.casefold() in json.dumps(event).casefold() for n in NEEDLES)
+
+
+def test_erasing_twice_answers_with_the_same_erasure_and_counts_nothing_twice(flow: Flow):
+    tale = build(flow)
+    first = erase(flow, tale.subject)
+    counts = Erasure.objects.get(pk=first).counts
+
+    assert erase(flow, tale.subject) == first
+    assert Erasure.objects.get(pk=first).counts == counts
+    assert AuditEvent.objects.filter(action="subject.erased").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [("agent", 403), ("rita", 403), ("nora", 403), ("zed", 404)],
+)
+def test_who_may_erase_agent_reviewer_without_the_permission_other_tenant(
+    flow: Flow, who: str, status: int
+):
+    from memory.grants import permission_grant
+
+    permission_grant(
+        tenant=flow.world.other_tenant, user=flow.world.users["zed"], codename="erase_subject"
+    )
+    tale = build(flow)
+
+    assert flow.post(who, f"/entities/{tale.subject}/erase", REASON).status_code == status
+    assert flow.get(who, f"/entities/{tale.subject}/export").status_code == (
+        404 if who == "zed" else 200 if who == "rita" else 403
+    )
+    assert Entity.objects.get(pk=tale.subject).erased_at is None
+    assert flow.memory(tale.memories[0])["status"] == "active"
+
+
+def test_an_erasure_needs_a_reason(flow: Flow):
+    tale = build(flow)
+    refused = flow.post("erin", f"/entities/{tale.subject}/erase", {"reason": ""})
+    assert refused.status_code == 422
+    assert Entity.objects.get(pk=tale.subject).erased_at is None
