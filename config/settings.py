@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as static files: docs work offline
     "guardian",
     "django_htmx",
     "core",
@@ -204,6 +205,10 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.openapi.document_problems",
     ],
+    # The docs pages load their scripts from our static files, not a CDN (issue 15).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "memory.models.Source.Kind",
         "MemoryKindEnum": "memory.models.MemoryKind",

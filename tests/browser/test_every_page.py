@@ -1,5 +1,5 @@
 """Every page in a real browser, with the live parts (htmx) doing their work; a
-screenshot of each lands in test-artifacts/screenshots/ for people to look at."""
+screenshot of each lands in var/screenshots/ for people to look at."""
 
 from __future__ import annotations
 
