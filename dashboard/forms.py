@@ -83,6 +83,9 @@ class RetireForm(DashboardForm):
             ("continue", "Leave them alone"),
         ],
         initial="reverify",
+        # Radios, not a select: each choice is a sentence that must be read whole, and a
+        # select in the narrow decision column cut it off (issue 15).
+        widget=forms.RadioSelect,
     )
 
 
