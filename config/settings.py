@@ -215,7 +215,8 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://) or EMAIL_*.
+# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://,
+# file:///folder — one .eml per message, what `make run` uses) or EMAIL_*.
 EMAIL_URL = env_str("EMAIL_URL")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Memgov <memgov@localhost>")
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -230,10 +231,13 @@ def _email_settings(url: str) -> dict[str, object]:
         "console": "django.core.mail.backends.console.EmailBackend",
         "locmem": "django.core.mail.backends.locmem.EmailBackend",
         "dummy": "django.core.mail.backends.dummy.EmailBackend",
+        "file": "config.mail.EmlFileBackend",
     }
     if parts.scheme not in backends:
         raise ImproperlyConfigured(f"EMAIL_URL scheme {parts.scheme!r} is not supported")
     query = parse_qs(parts.query)
+    if parts.scheme == "file":
+        return {"EMAIL_BACKEND": backends["file"], "EMAIL_FILE_PATH": unquote(parts.path)}
     return {
         "EMAIL_BACKEND": backends[parts.scheme],
         "EMAIL_HOST": parts.hostname or "localhost",
@@ -245,6 +249,7 @@ def _email_settings(url: str) -> dict[str, object]:
     }
 
 
+EMAIL_FILE_PATH = str(VAR_DIR / "mail")
 if EMAIL_URL:
     globals().update(_email_settings(EMAIL_URL))
 else:
