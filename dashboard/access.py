@@ -18,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.authority import Authority
@@ -84,12 +85,32 @@ def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
                 },
                 status=403,
             )
+        # Every time on the page (and every time typed into a form) is in the tenant's zone.
+        timezone.activate(principal.tenant.zone)
         try:
             return view(request, principal, *args, **kwargs)
         except DomainError as exc:
             return error_page(request, exc)
+        finally:
+            timezone.deactivate()
 
     return wrapper
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Context processor: the header of every page, error pages included — the tenant's
+    name, and only the links this person can use (``core.authority``)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    principal = principal_for_user(cast(User, user))
+    if principal is None:
+        return {"nav": {"superuser_without_tenant": user.is_superuser}}
+    allowed = Authority.load(principal)
+    return {
+        "tenant": principal.tenant,
+        "nav": {"audit": allowed.has("view_audit"), "admin": user.is_staff},
+    }
 
 
 def page_context(principal: Principal, **extra: Any) -> dict[str, Any]:

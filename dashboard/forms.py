@@ -9,7 +9,7 @@ from django import forms
 from memory.models import MemoryKind, Scenario, Status
 from memory.rules import DIMENSION_RE
 
-TIME_HELP = "UTC. Leave empty for now."
+TIME_HELP = "In the tenant's time zone (see Policy). Leave empty for now."
 
 
 def parse_context(text: str) -> dict[str, str]:
@@ -40,6 +40,8 @@ class ContextField(forms.CharField):
 
 
 class UtcDateTimeField(forms.DateTimeField):
+    """Read in the tenant's time zone, which the dashboard activates for the request."""
+
     widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"})
 
 
