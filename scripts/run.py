@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-MAIL_DIR = ROOT / "var" / "mail"
+MAIL_DIR = Path(os.environ.get("MEMGOV_VAR_DIR", ROOT / "var")) / "mail"
 
 
 def _env() -> dict[str, str]:
