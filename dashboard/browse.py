@@ -91,6 +91,8 @@ def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | 
     for row in body["facts"] + body["plans"]:
         value = row["value"]
         row["value_text"] = value if isinstance(value, str) else json.dumps(value)
+        start = row.get("valid_from")
+        row["valid_from_at"] = parse_datetime(start) if isinstance(start, str) else None
     return {
         "subject": subject,
         "body": body,
