@@ -22,6 +22,8 @@ TENANT_PERMISSIONS = (
     ("retire_memory", "Retire memory and revoke sources"),
     ("manage_policy", "Manage the resolution policy"),
     ("view_audit", "View the audit trail"),
+    # With is_staff: the tenant's own Django admin (rows of this tenant only, no editing).
+    ("tenant_admin", "Administer the tenant in the Django admin"),
 )
 GRANTABLE_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
 

@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from core.authority import Authority
 from core.errors import DomainError, NotFound
+from core.models import Tenant
 from core.principals import Principal, principal_for_user
 from memory.models import MemoryItem, MemoryVersion
 from memory.selectors import access_memory, memory_head
@@ -58,6 +59,14 @@ def error_page(request: HttpRequest, exc: DomainError) -> HttpResponse:
     )
 
 
+def no_tenant_page(request: HttpRequest, user: User) -> HttpResponse:
+    """Someone who belongs to no tenant: a superuser picks a tenant to look at in the
+    admin (the dashboard acts as a member, which a superuser is not); anyone else is told
+    whom to ask — never a link back to this same page."""
+    tenants = list(Tenant.objects.order_by("name")) if user.is_superuser else []
+    return render(request, "dashboard/no_tenant.html", {"tenants": tenants}, status=403)
+
+
 def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
     """Login, a tenant principal, and domain errors turned into pages (never a 500)."""
 
@@ -75,16 +84,7 @@ def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
     def signed_in(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         principal = principal_for_user(logged_in_user(request))
         if principal is None:
-            return render(
-                request,
-                "dashboard/error.html",
-                {
-                    "title": "No tenant",
-                    "detail": "Your account is not a member of any tenant, so there is "
-                    "nothing to review. Ask an operator to run create_user for you.",
-                },
-                status=403,
-            )
+            return no_tenant_page(request, logged_in_user(request))
         # Every time on the page (and every time typed into a form) is in the tenant's zone.
         timezone.activate(principal.tenant.zone)
         try:

@@ -95,10 +95,13 @@ def user_create(
     email: str = "",
     labels: Sequence[str] = (),
     actor: str = "operator",
+    staff: bool = False,
 ) -> User:
+    """``staff``: may sign in to the Django admin, which shows them their tenant's rows
+    when they also hold ``tenant_admin`` (``core.authority.administered_tenant``)."""
     with transaction.atomic(durable=True):
         user = get_user_model().objects.create_user(
-            username=username, email=email, password=password
+            username=username, email=email, password=password, is_staff=staff
         )
         Membership.objects.create(user=user, tenant=tenant, labels=list(labels))
         audit_append(
@@ -107,7 +110,7 @@ def user_create(
             action="user.created",
             target_type="user",
             target_id=username,
-            data={"labels": sorted(labels)},
+            data={"labels": sorted(labels), "staff": staff},
         )
     return user
 

@@ -21,7 +21,7 @@ SLUG = "demo"
 PEOPLE: list[tuple[str, str, list[str]]] = [
     (
         "rita",
-        "Reviewer with authority over the whole tenant",
+        "Reviewer with authority over the whole tenant; tenant admin",
         [
             "review_task_fact",
             "review_enterprise_rule",
@@ -29,6 +29,7 @@ PEOPLE: list[tuple[str, str, list[str]]] = [
             "retire_memory",
             "manage_policy",
             "view_audit",
+            "tenant_admin",
         ],
     ),
     (
@@ -59,6 +60,9 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<5} {username}-demo-pass   {what}")
         self.stdout.write(f"Agent API key (tenant '{SLUG}'):\n  {key}")
         self.stdout.write(f"rita's personal API key (she reviews over the API too):\n  {rita}")
+        self.stdout.write(
+            f"Admin (tenant '{SLUG}' only): {settings.SITE_URL}/admin/ as rita / rita-demo-pass"
+        )
 
     def _create(self) -> Tenant:
         tenant = tenancy.tenant_create(slug=SLUG, name="Demo Retail & Procurement")
@@ -69,6 +73,7 @@ class Command(BaseCommand):
                 password=f"{username}-demo-pass",
                 email=f"{username}@demo.memgov.local",
                 labels=["staff"],
+                staff=username == "rita",  # the demo's tenant admin
             )
             for grant in grants:
                 perm, _, target = grant.partition("@")
