@@ -227,10 +227,10 @@ class ScenarioInline(TabularInlineBase):
 class MemoryVersionAdmin(ReadOnlyAdmin):
     # A reviewer's question — what does it claim, is it waiting or in use, where does it
     # apply, whose is it — in six columns that fit 1400 px.
-    list_display = ("claim", "kind", "status", "scope_text", "owner", "recorded_at")
+    list_display = ("claim", "kind", "status", "scope_text", "owner", "recorded")
     list_filter = ("status", "kind", "tenant")
     search_fields = ("item__id", "field", "statement")
-    list_select_related = ("item", "owner")
+    list_select_related = ("item", "owner", "tenant")
     exclude = ("sources",)
     inlines = (ScenarioInline,)
     actions = ("approve_selected", "reject_selected", "recheck_selected")
@@ -240,6 +240,11 @@ class MemoryVersionAdmin(ReadOnlyAdmin):
         statement = version.statement
         short = statement if len(statement) <= 80 else f"{statement[:79]}…"
         return f"{short} ({version.item_id} v{version.number})"
+
+    @admin.display(description="Recorded", ordering="recorded_at")
+    def recorded(self, version: MemoryVersion) -> str:
+        """Short and in the tenant's zone, so the column never runs out of the list."""
+        return f"{version.recorded_at.astimezone(version.tenant.zone):%Y-%m-%d %H:%M %Z}"
 
     @admin.display(description="Scope")
     def scope_text(self, version: MemoryVersion) -> str:
