@@ -180,7 +180,7 @@ def test_revalidation_failures_reach_owner_and_reviewers_once_each(flow: Flow, s
     assert counts == {"omar@example.com": 1, "rita@example.com": 1, "lena@example.com": 1}
     (owner,) = [m for m in failed if m["To"] == "omar@example.com"]
     text_ = _well_written(owner)
-    assert "You own it. Suspended: no agent gets it" in text_
+    assert "You own it. It is suspended: no agent gets it" in text_
     assert STATEMENT in text_
 
 
