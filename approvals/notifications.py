@@ -1,11 +1,17 @@
 """Who is told what, by email, after commit (DESIGN.md, Notifications).
 
-Each (event, recipient) is claimed in the database before the mail goes out, so a task
-delivered twice sends once; a failed send releases its claims for the retry."""
+The rule, the same for every kind of email: **one email per event per person**. An event
+(a proposal recorded, a retirement, a revalidation job's failures, the daily reminder run)
+may concern several memories; each person it concerns gets one message naming all of
+theirs — a single-item email for one, a digest for more. Each (memory, recipient) is
+claimed in the database before the mail goes out, so a task delivered twice sends once
+and a memory already announced is not announced again; a failed send releases its claims
+for the retry."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -19,7 +25,6 @@ from core.principals import principal_for_user
 from memory.models import Erasure, MemoryVersion, Status
 
 logger = logging.getLogger(__name__)
-DIGEST_THRESHOLD = 3
 
 
 def reviewers_for(version: MemoryVersion) -> list[User]:
@@ -37,13 +42,36 @@ def _claim(event: str, user: User, tenant_id: int) -> Notification | None:
         return None
 
 
-def _send(name: str, user: User, claims: list[Notification], context: dict[str, Any]) -> None:
+def _keyed(event: str, versions: Iterable[MemoryVersion]) -> list[tuple[str, MemoryVersion]]:
+    return [(f"{event}:{v.pk}", v) for v in versions]
+
+
+def _tell(
+    user: User,
+    keyed: list[tuple[str, MemoryVersion]],
+    templates: tuple[str, str],
+    extra: dict[str, Any] | None = None,
+) -> bool:
+    """One email to ``user`` about the versions of one event not yet claimed for them
+    (each under its claim key); ``templates`` is (one memory, several memories); returns
+    whether a message went out."""
+    claimed = [(v, _claim(key, user, v.tenant_id)) for key, v in keyed]
+    mine = [(v, claim) for v, claim in claimed if claim is not None]
+    if not mine:
+        return False
+    claims = [claim for _, claim in mine]
+    items = {v.item_id for v, _ in mine}
+    name = templates[0] if len(items) == 1 else templates[1]
     try:
-        emails.send(name, user.email, {"user": user, **context})
+        emails.send(name, user, [v for v, _ in mine], extra or {})
     except Exception:
         Notification.objects.filter(pk__in=[c.pk for c in claims]).delete()
         raise
     Notification.objects.filter(pk__in=[c.pk for c in claims]).update(sent_at=timezone.now())
+    return True
+
+
+PENDING = ("pending_review", "pending_digest")
 
 
 def _unannounced_pending(user: User, tenant_id: int) -> list[MemoryVersion]:
@@ -61,86 +89,120 @@ def _unannounced_pending(user: User, tenant_id: int) -> list[MemoryVersion]:
     pending = MemoryVersion.objects.filter(tenant_id=tenant_id, status=Status.PENDING_REVIEW)
     return [
         version
-        for version in pending.select_related("item").order_by("recorded_at")
+        for version in pending.select_related("item", "tenant").order_by("recorded_at")
         if f"pending:{version.pk}" not in announced and allowed.may_decide(version)
     ]
 
 
 def notify_pending_review(version_id: int) -> int:
-    """Tell each reviewer; one with many unannounced items gets a single digest."""
+    """Tell each reviewer, in one email, about this version and any other waiting for them
+    that no earlier email named (a busy queue); returns how many people were told."""
     version = MemoryVersion.objects.select_related("item").get(pk=version_id)
     if version.status != Status.PENDING_REVIEW:
         return 0
-    sent = 0
-    for user in reviewers_for(version):
-        waiting = list(_unannounced_pending(user, version.tenant_id))
-        claimed = {v.pk: (v, _claim(f"pending:{v.pk}", user, v.tenant_id)) for v in waiting}
-        mine = [(v, claim) for v, claim in claimed.values() if claim is not None]
-        if not mine:
-            continue
-        if len(mine) >= DIGEST_THRESHOLD:
-            _send("pending_digest", user, [c for _, c in mine], {"versions": [v for v, _ in mine]})
-        else:
-            for item_version, claim in mine:
-                _send("pending_review", user, [claim], {"version": item_version})
-        sent += 1
-    return sent
+    return sum(
+        _tell(user, _keyed("pending", _unannounced_pending(user, version.tenant_id)), PENDING)
+        for user in reviewers_for(version)
+    )
 
 
 def notify_owner(version_id: int, event: str, template: str, context: dict[str, Any]) -> bool:
-    version = MemoryVersion.objects.select_related("owner", "item").get(pk=version_id)
+    """One version, its owner only (checks failed)."""
+    version = MemoryVersion.objects.select_related("owner", "item", "tenant").get(pk=version_id)
     owner = version.owner
     if not owner.email or not owner.is_active:  # a deactivated person gets no email
         return False
-    claim = _claim(f"{event}:{version.pk}", owner, version.tenant_id)
-    if claim is None:
-        return False
-    _send(template, owner, [claim], {"version": version, **context})
-    return True
+    return _tell(owner, _keyed(event, [version]), (template, template), context)
 
 
-def remind_pending(version_id: int, day: str) -> int:
-    """A daily reminder of a version still waiting; once per reviewer and day."""
-    version = MemoryVersion.objects.select_related("item").get(pk=version_id)
-    sent = 0
-    for user in reviewers_for(version):
-        claim = _claim(f"reminder:{day}:{version.pk}", user, version.tenant_id)
-        if claim is not None:
-            _send("pending_review", user, [claim], {"version": version, "reminder": True})
-            sent += 1
-    return sent
+def _by_owner(versions: Iterable[MemoryVersion]) -> dict[User, list[MemoryVersion]]:
+    people: dict[User, list[MemoryVersion]] = {}
+    for version in versions:
+        if version.owner.email and version.owner.is_active:
+            people.setdefault(version.owner, []).append(version)
+    return people
 
 
-def _people_to_tell(version: MemoryVersion) -> list[User]:
+def notify_retired(version_ids: list[int]) -> int:
+    """One retirement or revocation is one event: each owner gets one email naming every
+    memory of theirs it ended (an item's versions together)."""
+    versions = (
+        MemoryVersion.objects.filter(pk__in=version_ids)
+        .select_related("owner", "item", "tenant")
+        .order_by("item_id", "number")
+    )
+    return sum(
+        _tell(owner, _keyed("retired", mine), ("retired", "retired"))
+        for owner, mine in _by_owner(versions).items()
+    )
+
+
+def remind_pending(versions: list[MemoryVersion], day: str) -> int:
+    """The daily reminder: each reviewer gets one email naming what still waits for them
+    (once per reviewer, memory and day)."""
+    waiting: dict[User, list[MemoryVersion]] = {}
+    for version_id, people in authority.reviewers_for(versions).items():
+        version = next(v for v in versions if v.pk == version_id)
+        for user in people:
+            waiting.setdefault(user, []).append(version)
+    return sum(
+        _tell(user, _keyed(f"reminder:{day}", mine), PENDING, {"reminder": True})
+        for user, mine in waiting.items()
+    )
+
+
+def warn_expiring(windows: list[tuple[int, list[MemoryVersion]]]) -> int:
+    """The daily expiry warnings: one email per owner naming each memory entering a
+    warning window (7 days, 1 day) that it was not yet warned about."""
+    owners: dict[User, list[tuple[str, MemoryVersion]]] = {}
+    for days, versions in windows:
+        for owner, mine in _by_owner(versions).items():
+            owners.setdefault(owner, []).extend(_keyed(f"expiry_{days}d", mine))
+    return sum(
+        _tell(owner, due, ("expiry_warning", "expiry_warning")) for owner, due in owners.items()
+    )
+
+
+def _people_to_tell(version: MemoryVersion, reviewers: list[User]) -> list[User]:
     """The owner and the reviewers with authority over the version (one authority rule)."""
     people = {version.owner.pk: version.owner} if version.owner.is_active else {}
-    for reviewer in reviewers_for(version):
+    for reviewer in reviewers:
         people.setdefault(reviewer.pk, reviewer)
     return [user for user in people.values() if user.email]
 
 
-def notify_revalidation_failure(version_id: int, job: Any) -> int:
-    """Owner and reviewers learn that the item failed revalidation (and was suspended)."""
-    version = MemoryVersion.objects.select_related("owner", "item").get(pk=version_id)
-    suspended = version.status == Status.CHECKS_FAILED
-    sent = 0
-    for user in _people_to_tell(version):
-        claim = _claim(f"revalidation:{job.pk}:{version.pk}", user, version.tenant_id)
-        if claim is not None:
-            context = {"version": version, "job": job, "suspended": suspended}
-            _send("revalidation_failed", user, [claim], context)
-            sent += 1
-    return sent
+def notify_revalidation_failures(job: Any, versions: list[MemoryVersion]) -> int:
+    """Owners and reviewers learn which of their memories failed the job's revalidation
+    (and were suspended, or flagged): one email per person for the whole job."""
+    reviewers = authority.reviewers_for(versions)
+    people: dict[User, list[MemoryVersion]] = {}
+    for version in versions:
+        for user in _people_to_tell(version, reviewers[version.pk]):
+            people.setdefault(user, []).append(version)
+    return sum(
+        _tell(
+            user,
+            _keyed(f"revalidation:{job.pk}", mine),
+            ("revalidation_failed", "revalidation_failed"),
+            {"job": job},
+        )
+        for user, mine in people.items()
+    )
 
 
 def notify_erasure_done(erasure_id: str) -> bool:
     """The requester learns the erasure finished: ids and counts, never the content."""
-    job = Erasure.objects.select_related("requested_by").get(pk=erasure_id)
+    job = Erasure.objects.select_related("requested_by", "tenant").get(pk=erasure_id)
     user = job.requested_by
     if job.status != Erasure.Status.DONE or user is None or not user.email:
         return False
     claim = _claim(f"erasure:{job.pk}", user, job.tenant_id)
     if claim is None:
         return False
-    _send("erasure_done", user, [claim], {"erasure": job})
+    try:
+        emails.send_to("erasure_done", user, {"erasure": job})
+    except Exception:
+        claim.delete()
+        raise
+    Notification.objects.filter(pk=claim.pk).update(sent_at=timezone.now())
     return True

@@ -57,9 +57,8 @@ def notify_checks_failed(version_id: int) -> bool:
 
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
-def notify_retired(version_ids: list[int]) -> None:
-    for version_id in version_ids:
-        notifications.notify_owner(version_id, "retired", "retired", {})
+def notify_retired(version_ids: list[int]) -> int:
+    return notifications.notify_retired(version_ids)
 
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
@@ -67,8 +66,8 @@ def notify_revalidation_failures(job_id: str, item_ids: list[str]) -> None:
     """Owner and reviewers of each failing version of the job (suspended or flagged)."""
     job = Revalidation.objects.get(pk=job_id)
     versions = MemoryVersion.objects.filter(pk__in=job.version_ids, item_id__in=item_ids)
-    for version in versions.order_by("pk"):
-        notifications.notify_revalidation_failure(version.pk, job)
+    chosen = versions.select_related("owner", "item", "tenant").order_by("pk")
+    notifications.notify_revalidation_failures(job, list(chosen))
 
 
 @shared_task
@@ -102,15 +101,15 @@ def remind_pending_and_expiring() -> None:
     now = timezone.now()
     waiting = MemoryVersion.objects.filter(
         status=Status.PENDING_REVIEW, status_changed_at__lte=now - timedelta(days=1)
-    )
-    for version in waiting:
-        notifications.remind_pending(version.pk, now.date().isoformat())
+    ).select_related("item", "tenant")
+    notifications.remind_pending(list(waiting), now.date().isoformat())
+    windows = []
     for ahead in EXPIRY_WARNINGS:
         due = MemoryVersion.objects.filter(
             status=Status.ACTIVE, expires_at__gt=now, expires_at__lte=now + ahead
-        )
-        for version in due:
-            notifications.notify_owner(version.pk, f"expiry_{ahead.days}d", "expiry_warning", {})
+        ).select_related("owner", "item", "tenant")
+        windows.append((ahead.days, list(due)))
+    notifications.warn_expiring(windows)
 
 
 @shared_task(acks_late=True)

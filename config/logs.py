@@ -65,6 +65,14 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, separators=(",", ":"))
 
 
+class ServerErrorsOnly(logging.Filter):
+    """On ``django.request``: keep 5xx (with their tracebacks), drop 4xx, which the request
+    line (``memgov.request``) already records once with its status."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return int(getattr(record, "status_code", 500)) >= 500
+
+
 def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
     """The LOGGING dict: JSON lines in production (MEMGOV_LOG_FORMAT=json), plain text
     for a person at a terminal."""
@@ -72,7 +80,10 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+        "filters": {
+            "request_id": {"()": "config.logs.RequestIdFilter"},
+            "server_errors_only": {"()": "config.logs.ServerErrorsOnly"},
+        },
         "formatters": {
             "json": {"()": "config.logs.JsonFormatter"},
             "plain": {"format": plain},
@@ -85,5 +96,8 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
             }
         },
         "root": {"handlers": ["console"], "level": level},
-        "loggers": {"django.db.backends": {"level": "WARNING"}},
+        "loggers": {
+            "django.db.backends": {"level": "WARNING"},
+            "django.request": {"filters": ["server_errors_only"]},
+        },
     }

@@ -8,9 +8,11 @@ cannot lock a reviewer out from everywhere, and one address cannot try many pass
 one account. The counter lives in the shared cache, so every web node sees it.
 
 CSP: the dashboard loads only its own static files (htmx, one stylesheet) and has no inline
-script or style, so ``'self'`` is the whole policy. The Swagger UI page is the one
-exception: its assets come from the jsDelivr CDN (drf-spectacular's default), and its init
-script is served as a file (``SpectacularSwaggerSplitView``), not inline.
+script or style, so ``'self'`` is the whole policy. The API docs pages load Swagger UI and
+ReDoc from our own static files (drf-spectacular-sidecar), so they work offline and need no
+CDN; Swagger UI's init script is a file (``SpectacularSwaggerSplitView``) and ReDoc's page has
+no script of its own. ReDoc's renderer writes its styles into ``<style>`` elements at run
+time (styled-components), which needs ``'unsafe-inline'`` for styles — on that page only.
 """
 
 from __future__ import annotations
@@ -45,10 +47,7 @@ _SELF_ONLY = {
     "form-action": "'self'",
     "frame-ancestors": "'none'",
 }
-_CDN = "https://cdn.jsdelivr.net"
-_DOCS = {**_SELF_ONLY, "script-src": f"'self' {_CDN}", "style-src": f"'self' {_CDN}"} | {
-    "img-src": f"'self' data: {_CDN}"
-}
+_REDOC = {**_SELF_ONLY, "style-src": "'self' 'unsafe-inline'", "worker-src": "'self' blob:"}
 
 
 def _policy(directives: dict[str, str]) -> str:
@@ -56,7 +55,7 @@ def _policy(directives: dict[str, str]) -> str:
 
 
 SELF_ONLY_POLICY = _policy(_SELF_ONLY)
-DOCS_POLICY = _policy(_DOCS)
+REDOC_POLICY = _policy(_REDOC)
 
 
 class ContentSecurityPolicyMiddleware:
@@ -68,8 +67,8 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         if "Content-Security-Policy" not in response:
-            docs = request.path.startswith("/api/docs/")
-            response["Content-Security-Policy"] = DOCS_POLICY if docs else SELF_ONLY_POLICY
+            redoc = request.path.startswith("/api/redoc/")
+            response["Content-Security-Policy"] = REDOC_POLICY if redoc else SELF_ONLY_POLICY
         return response
 
 

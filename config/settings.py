@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc as static files: docs work offline
     "guardian",
     "django_htmx",
     "core",
@@ -78,6 +79,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.access.navigation",
             ],
         },
     },
@@ -207,13 +209,18 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.openapi.document_problems",
     ],
+    # The docs pages load their scripts from our static files, not a CDN (issue 15).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "memory.models.Source.Kind",
         "MemoryKindEnum": "memory.models.MemoryKind",
     },
 }
 
-# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://) or EMAIL_*.
+# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://,
+# file:///folder — one .eml per message, what `make run` uses) or EMAIL_*.
 EMAIL_URL = env_str("EMAIL_URL")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Memgov <memgov@localhost>")
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
@@ -228,10 +235,13 @@ def _email_settings(url: str) -> dict[str, object]:
         "console": "django.core.mail.backends.console.EmailBackend",
         "locmem": "django.core.mail.backends.locmem.EmailBackend",
         "dummy": "django.core.mail.backends.dummy.EmailBackend",
+        "file": "config.mail.EmlFileBackend",
     }
     if parts.scheme not in backends:
         raise ImproperlyConfigured(f"EMAIL_URL scheme {parts.scheme!r} is not supported")
     query = parse_qs(parts.query)
+    if parts.scheme == "file":
+        return {"EMAIL_BACKEND": backends["file"], "EMAIL_FILE_PATH": unquote(parts.path)}
     return {
         "EMAIL_BACKEND": backends[parts.scheme],
         "EMAIL_HOST": parts.hostname or "localhost",
@@ -243,6 +253,7 @@ def _email_settings(url: str) -> dict[str, object]:
     }
 
 
+EMAIL_FILE_PATH = str(VAR_DIR / "mail")
 if EMAIL_URL:
     globals().update(_email_settings(EMAIL_URL))
 else:

@@ -1,6 +1,12 @@
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from django.views.generic import RedirectView
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerSplitView,
+)
 
 import config.health as health
 import config.problems as problems
@@ -10,7 +16,22 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # Both docs pages load their bundles from static files (drf-spectacular-sidecar), so
+    # they render without internet; neither has an inline script (config/security.py).
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", template_name="api_docs/swagger_ui.html"
+        ),
+        name="api-docs",
+    ),
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", template_name="api_docs/redoc.html"),
+        name="api-redoc",
+    ),
+    # Browsers ask for /favicon.ico whatever the page says; answer instead of a 404.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("api/v1/", include("api.urls")),
     # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
     re_path(r"^api/", problems.api_not_found),

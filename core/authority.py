@@ -200,6 +200,20 @@ def require_export(principal: Principal) -> None:
         raise Forbidden(EXPORT_REFUSAL)
 
 
+TENANT_ADMIN = "tenant_admin"
+
+
+def administered_tenant(user: Any) -> Tenant | None:
+    """The tenant whose Django admin this person may open: staff, active, a member, and
+    holding ``tenant_admin`` on it. A superuser is not scoped and gets ``None`` here."""
+    if not getattr(user, "is_authenticated", False) or not user.is_staff:
+        return None
+    principal = principal_for_user(user)
+    if principal is None or not Authority.load(principal).has(TENANT_ADMIN):
+        return None
+    return principal.tenant
+
+
 def reviewers_for(versions: Iterable[V]) -> dict[int, list[User]]:
     """For each version, the active members with an email who may decide it, by name.
 

@@ -7,7 +7,10 @@ them here changed no schema (migrations ``core.0001`` and the state-only moves).
 
 from __future__ import annotations
 
+from zoneinfo import ZoneInfo, available_timezones
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
@@ -21,8 +24,16 @@ TENANT_PERMISSIONS = (
     ("view_audit", "View the audit trail"),
     ("manage_webhooks", "Manage the tenant's webhook endpoints"),
     ("erase_subject", "Export and erase what is held about a subject"),
+    # With is_staff: the tenant's own Django admin (rows of this tenant only, no editing).
+    ("tenant_admin", "Administer the tenant in the Django admin"),
 )
 GRANTABLE_PERMISSIONS = frozenset(codename for codename, _ in TENANT_PERMISSIONS)
+
+
+def validate_time_zone(name: str) -> None:
+    """An IANA zone name ("Europe/Berlin"); anything else would fail at render time."""
+    if name not in available_timezones():
+        raise ValidationError(f"{name!r} is not an IANA time zone name such as Europe/Berlin.")
 
 
 class Tenant(models.Model):
@@ -51,6 +62,12 @@ class Tenant(models.Model):
         default=RevalidationFailure.SUSPEND,
         help_text="What happens to an active item that fails revalidation.",
     )
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        validators=[validate_time_zone],
+        help_text="IANA zone in which the dashboard and emails show times to people.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -65,6 +82,10 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.time_zone)
 
 
 class Membership(models.Model):

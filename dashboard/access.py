@@ -18,10 +18,12 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django_htmx.http import HttpResponseClientRedirect
 
 from core.authority import MANAGE_WEBHOOKS, Authority, has_tenant_permission
 from core.errors import DomainError, NotFound
+from core.models import Tenant
 from core.principals import Principal, principal_for_user
 from memory.models import MemoryItem, MemoryVersion
 from memory.selectors import access_memory, memory_head
@@ -57,6 +59,14 @@ def error_page(request: HttpRequest, exc: DomainError) -> HttpResponse:
     )
 
 
+def no_tenant_page(request: HttpRequest, user: User) -> HttpResponse:
+    """Someone who belongs to no tenant: a superuser picks a tenant to look at in the
+    admin (the dashboard acts as a member, which a superuser is not); anyone else is told
+    whom to ask — never a link back to this same page."""
+    tenants = list(Tenant.objects.order_by("name")) if user.is_superuser else []
+    return render(request, "dashboard/no_tenant.html", {"tenants": tenants}, status=403)
+
+
 def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
     """Login, a tenant principal, and domain errors turned into pages (never a 500)."""
 
@@ -74,22 +84,33 @@ def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
     def signed_in(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         principal = principal_for_user(logged_in_user(request))
         if principal is None:
-            return render(
-                request,
-                "dashboard/error.html",
-                {
-                    "title": "No tenant",
-                    "detail": "Your account is not a member of any tenant, so there is "
-                    "nothing to review. Ask an operator to run create_user for you.",
-                },
-                status=403,
-            )
+            return no_tenant_page(request, logged_in_user(request))
+        # Every time on the page (and every time typed into a form) is in the tenant's zone.
+        timezone.activate(principal.tenant.zone)
         try:
             return view(request, principal, *args, **kwargs)
         except DomainError as exc:
             return error_page(request, exc)
+        finally:
+            timezone.deactivate()
 
     return wrapper
+
+
+def navigation(request: HttpRequest) -> dict[str, Any]:
+    """Context processor: the header of every page, error pages included — the tenant's
+    name, and only the links this person can use (``core.authority``)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    principal = principal_for_user(cast(User, user))
+    if principal is None:
+        return {"nav": {"superuser_without_tenant": user.is_superuser}}
+    allowed = Authority.load(principal)
+    return {
+        "tenant": principal.tenant,
+        "nav": {"audit": allowed.has("view_audit"), "admin": user.is_staff},
+    }
 
 
 def page_context(principal: Principal, **extra: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET
 
 from core.authority import Authority
@@ -90,7 +91,16 @@ def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | 
     for row in body["facts"] + body["plans"]:
         value = row["value"]
         row["value_text"] = value if isinstance(value, str) else json.dumps(value)
-    return {"subject": subject, "body": body, "linkable": _linkable(principal, body)}
+        start = row.get("valid_from")
+        row["valid_from_at"] = parse_datetime(start) if isinstance(start, str) else None
+    return {
+        "subject": subject,
+        "body": body,
+        "linkable": _linkable(principal, body),
+        # The body's times are the API's ISO strings; the page shows them in the tenant's zone.
+        "valid_at": parse_datetime(body["valid_at"]) if body.get("valid_at") else None,
+        "known_at": parse_datetime(body["known_at"]) if body.get("known_at") else None,
+    }
 
 
 @require_GET

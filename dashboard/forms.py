@@ -10,7 +10,7 @@ from memory.erasure import MAX_REASON
 from memory.models import MemoryKind, Scenario, Status
 from memory.rules import DIMENSION_RE
 
-TIME_HELP = "UTC. Leave empty for now."
+TIME_HELP = "In the tenant's time zone (see Policy). Leave empty for now."
 
 
 def parse_context(text: str) -> dict[str, str]:
@@ -41,6 +41,8 @@ class ContextField(forms.CharField):
 
 
 class UtcDateTimeField(forms.DateTimeField):
+    """Read in the tenant's time zone, which the dashboard activates for the request."""
+
     widget = forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"})
 
 
@@ -84,6 +86,9 @@ class RetireForm(DashboardForm):
             ("continue", "Leave them alone"),
         ],
         initial="reverify",
+        # Radios, not a select: each choice is a sentence that must be read whole, and a
+        # select in the narrow decision column cut it off (issue 15).
+        widget=forms.RadioSelect,
     )
 
 

@@ -8,12 +8,13 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from audit.services import audit_append
 from core.errors import InvalidContent
-from core.models import ApiKey, Membership, Tenant
+from core.models import ApiKey, Membership, Tenant, validate_time_zone
 from memory.keys import generate_key, hash_key
 from memory.models import Policy
 from memory.resolver import Policy as ResolverPolicy
@@ -47,8 +48,14 @@ def tenant_update_settings(
     actor: str = "operator",
     approvals_required: int | None = None,
     revalidation_failure: str | None = None,
+    time_zone: str | None = None,
 ) -> Tenant:
     """Change a tenant's governance settings, audited with old and new values."""
+    if time_zone is not None:
+        try:
+            validate_time_zone(time_zone)
+        except ValidationError as exc:
+            raise InvalidContent({"time_zone": exc.messages}) from exc
     if revalidation_failure is not None and (
         revalidation_failure not in Tenant.RevalidationFailure.values
     ):
@@ -61,6 +68,7 @@ def tenant_update_settings(
         wanted = {
             "approvals_required": approvals_required,
             "revalidation_failure": revalidation_failure,
+            "time_zone": time_zone,
         }
         for name, value in wanted.items():
             if value is not None and getattr(locked, name) != value:
@@ -87,10 +95,13 @@ def user_create(
     email: str = "",
     labels: Sequence[str] = (),
     actor: str = "operator",
+    staff: bool = False,
 ) -> User:
+    """``staff``: may sign in to the Django admin, which shows them their tenant's rows
+    when they also hold ``tenant_admin`` (``core.authority.administered_tenant``)."""
     with transaction.atomic(durable=True):
         user = get_user_model().objects.create_user(
-            username=username, email=email, password=password
+            username=username, email=email, password=password, is_staff=staff
         )
         Membership.objects.create(user=user, tenant=tenant, labels=list(labels))
         audit_append(
@@ -99,7 +110,7 @@ def user_create(
             action="user.created",
             target_type="user",
             target_id=username,
-            data={"labels": sorted(labels)},
+            data={"labels": sorted(labels), "staff": staff},
         )
     return user
 

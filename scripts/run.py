@@ -13,6 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+MAIL_DIR = Path(os.environ.get("MEMGOV_VAR_DIR", ROOT / "var")) / "mail"
 
 
 def _env() -> dict[str, str]:
@@ -22,6 +23,8 @@ def _env() -> dict[str, str]:
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     port = env.setdefault("MEMGOV_PORT", "8000")
     env.setdefault("SITE_URL", f"http://127.0.0.1:{port}")
+    # Emails land as files a mail client opens, not as log lines in this terminal.
+    env.setdefault("EMAIL_URL", MAIL_DIR.as_uri())
     return env
 
 
@@ -86,6 +89,8 @@ def main() -> int:
     print(f"\nMemgov is running at http://127.0.0.1:{port}/  (API docs: /api/docs/)")
     print(f"MCP server (streamable HTTP): http://127.0.0.1:{port}/mcp  (README, MCP)\n")
     print(demo, flush=True)
+    if env["EMAIL_URL"].startswith("file:"):
+        print(f"Emails are written to {MAIL_DIR}/ (one .eml per message).\n", flush=True)
     print("Press Ctrl-C to stop the web server, the worker and beat.", flush=True)
 
     def stop(*_: object) -> None:

@@ -26,7 +26,7 @@ def notify_disabled(webhook_id: str) -> bool:
     except IntegrityError:
         return False  # told already (a redelivered task)
     try:
-        emails.send("webhook_disabled", owner.email, {"user": owner, "endpoint": endpoint})
+        emails.send_to("webhook_disabled", owner, {"endpoint": endpoint})
     except Exception:
         claim.delete()
         raise

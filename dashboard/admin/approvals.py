@@ -17,11 +17,13 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from approvals.models import Approval, CheckResult, Notification, Revalidation
+from core.authority import administered_tenant
 from core.errors import DomainError
 from core.models import (
     Outbox,
     ScopeValueGroupObjectPermission,
     ScopeValueUserObjectPermission,
+    Tenant,
     TenantGroupObjectPermission,
     TenantUserObjectPermission,
 )
@@ -37,7 +39,53 @@ else:  # the admin classes are generic only in django-stubs
     TabularInlineBase = admin.TabularInline
 
 
-class ReadOnlyAdmin(ModelAdminBase):
+class TenantScoped:
+    """A ``tenant_admin`` (staff holding that permission, ``core.authority``) sees only
+    their tenant's rows — lists, detail pages and filters — and has no superuser powers;
+    a superuser sees everything. ``tenant_path`` is the ORM path from the model to its
+    tenant; ``None`` keeps the model (infrastructure tables) to superusers."""
+
+    tenant_path: str | None = "tenant"
+
+    def _tenant(self, request: HttpRequest) -> Tenant | None:
+        return administered_tenant(request.user) if self.tenant_path is not None else None
+
+    def _superuser(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._superuser(request) or self._tenant(request) is not None
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if self._superuser(request):
+            return True
+        tenant = self._tenant(request)
+        if tenant is None:
+            return False
+        return (
+            obj is None
+            or self._scoped(obj.__class__._default_manager.all(), tenant).filter(pk=obj.pk).exists()
+        )
+
+    def _scoped(self, queryset: QuerySet[Any], tenant: Tenant) -> QuerySet[Any]:
+        return queryset.filter(**{self.tenant_path or "tenant": tenant.pk})
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset: QuerySet[Any] = super().get_queryset(request)  # type: ignore[misc]
+        if self._superuser(request):
+            return queryset
+        tenant = self._tenant(request)
+        return queryset.none() if tenant is None else self._scoped(queryset, tenant)
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        """No filter listing other tenants (or their people) for a tenant admin."""
+        filters = super().get_list_filter(request)  # type: ignore[misc]
+        if self._superuser(request):
+            return filters
+        return [f for f in filters if f not in ("tenant", "principal")]
+
+
+class ReadOnlyAdmin(TenantScoped, ModelAdminBase):
     """Immutable or service-owned rows: look, never edit, add or delete."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -115,6 +163,7 @@ def with_reason(
 
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
+    tenant_path = "version__tenant"
     list_display = ("version", "reviewer", "decision", "at")
     list_filter = ("decision",)
     search_fields = ("version__item__id", "reviewer__username")
@@ -123,6 +172,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
 
 @admin.register(CheckResult)
 class CheckResultAdmin(ReadOnlyAdmin):
+    tenant_path = "version__tenant"
     list_display = ("version", "run", "outcome", "policy_version", "ran_at")
     list_filter = ("run", "outcome")
     search_fields = ("version__item__id",)
@@ -137,6 +187,7 @@ class RevalidationAdmin(ReadOnlyAdmin):
 
 @admin.register(Outbox)
 class OutboxAdmin(ReadOnlyAdmin):
+    tenant_path = None  # delivery machinery: superusers only
     list_display = ("id", "kind", "tenant", "created_at", "dispatched_at", "attempts")
     list_filter = ("kind", "tenant")
 
@@ -151,9 +202,12 @@ class NotificationAdmin(ReadOnlyAdmin):
 class TenantPermissionAdmin(ReadOnlyAdmin):
     """Grants are made with ``create_user --grant`` (audited), not here."""
 
+    tenant_path = "content_object"
+
     list_display = ("__str__", "content_object", "permission")
 
 
 @admin.register(ScopeValueUserObjectPermission, ScopeValueGroupObjectPermission)
 class ScopeValuePermissionAdmin(ReadOnlyAdmin):
+    tenant_path = "content_object__tenant"
     list_display = ("__str__", "content_object", "permission")

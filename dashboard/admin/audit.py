@@ -19,6 +19,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 @admin.register(AuditChainHead)
 class AuditChainHeadAdmin(ReadOnlyAdmin):
+    tenant_path = None
     list_display = ("tenant", "last_seq", "last_hash")
 
 

@@ -16,7 +16,13 @@ from approvals import services as review
 from core.errors import Conflict
 from core.models import ApiKey, CacheGeneration, IdempotencyRecord, Membership, ScopeValue, Tenant
 from core.principals import Principal
-from dashboard.admin.approvals import ReadOnlyAdmin, TabularInlineBase, run_service, with_reason
+from dashboard.admin.approvals import (
+    ReadOnlyAdmin,
+    TabularInlineBase,
+    TenantScoped,
+    run_service,
+    with_reason,
+)
 from memory import people
 from memory.models import (
     Alias,
@@ -33,7 +39,15 @@ from memory.selectors import access_memory, access_source
 
 @admin.register(Tenant)
 class TenantAdmin(ReadOnlyAdmin):
-    list_display = ("slug", "name", "approvals_required", "source_content_days", "created_at")
+    tenant_path = "pk"
+    list_display = (
+        "slug",
+        "name",
+        "approvals_required",
+        "time_zone",
+        "source_content_days",
+        "revalidation_failure",
+    )
     search_fields = ("slug", "name")
 
 
@@ -68,21 +82,38 @@ admin.site.unregister(User)
 
 
 @admin.register(User)
-class PersonAdmin(UserAdminBase):
+class PersonAdmin(TenantScoped, UserAdminBase):
     """Django's user admin, with (de)activation through the audited services: editing
-    ``is_active`` on the form would change a person's powers without an audit event."""
+    ``is_active`` on the form would change a person's powers without an audit event. A
+    tenant admin sees the tenant's people and (de)activates them through the same
+    services; only a superuser edits accounts (staff, superuser, passwords)."""
 
-    actions = ("deactivate_selected", "reactivate_selected")
-    list_display = ("username", "email", "is_active", "is_staff", "last_login")
+    tenant_path = "membership__tenant"
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._superuser(request)  # passwords, staff and superuser flags
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._superuser(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._superuser(request)
+
+    def has_deactivate_permission(self, request: HttpRequest) -> bool:
+        """The (de)activation actions: a superuser, or a tenant admin on their people."""
+        return self.has_view_permission(request)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return (*super().get_readonly_fields(request, obj), "is_active")
 
-    @admin.action(description="Deactivate selected people (audited)", permissions=["change"])
+    actions = ("deactivate_selected", "reactivate_selected")
+    list_display = ("username", "email", "is_active", "is_staff", "last_login")
+
+    @admin.action(description="Deactivate selected people (audited)", permissions=["deactivate"])
     def deactivate_selected(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         self._set_active(request, queryset, people.user_deactivate, "deactivated")
 
-    @admin.action(description="Reactivate selected people (audited)", permissions=["change"])
+    @admin.action(description="Reactivate selected people (audited)", permissions=["deactivate"])
     def reactivate_selected(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
         self._set_active(request, queryset, people.user_reactivate, "reactivated")
 
@@ -201,13 +232,30 @@ class ScenarioInline(TabularInlineBase):
 
 @admin.register(MemoryVersion)
 class MemoryVersionAdmin(ReadOnlyAdmin):
-    list_display = ("item", "number", "kind", "field", "status", "owner", "recorded_at")
+    # A reviewer's question — what does it claim, is it waiting or in use, where does it
+    # apply, whose is it — in six columns that fit 1400 px.
+    list_display = ("claim", "kind", "status", "scope_text", "owner", "recorded")
     list_filter = ("status", "kind", "tenant")
     search_fields = ("item__id", "field", "statement")
-    list_select_related = ("item", "owner")
+    list_select_related = ("item", "owner", "tenant")
     exclude = ("sources",)
     inlines = (ScenarioInline,)
     actions = ("approve_selected", "reject_selected", "recheck_selected")
+
+    @admin.display(description="Claim", ordering="statement")
+    def claim(self, version: MemoryVersion) -> str:
+        statement = version.statement
+        short = statement if len(statement) <= 80 else f"{statement[:79]}…"
+        return f"{short} ({version.item_id} v{version.number})"
+
+    @admin.display(description="Recorded", ordering="recorded_at")
+    def recorded(self, version: MemoryVersion) -> str:
+        """Short and in the tenant's zone, so the column never runs out of the list."""
+        return f"{version.recorded_at.astimezone(version.tenant.zone):%Y-%m-%d %H:%M %Z}"
+
+    @admin.display(description="Scope")
+    def scope_text(self, version: MemoryVersion) -> str:
+        return " ".join(f"{d}={v}" for d, v in sorted(version.scope.items())) or "unscoped"
 
     @admin.action(description="Approve selected versions (as you)")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[MemoryVersion]) -> None:
@@ -241,6 +289,7 @@ class MemoryItemAdmin(ReadOnlyAdmin):
 
 @admin.register(Scenario)
 class ScenarioAdmin(ReadOnlyAdmin):
+    tenant_path = "version__tenant"
     list_display = ("version", "kind", "expect", "created_by", "created_at")
 
 
@@ -254,11 +303,13 @@ class PolicyAdmin(ReadOnlyAdmin):
 
 @admin.register(IdempotencyRecord)
 class IdempotencyRecordAdmin(ReadOnlyAdmin):
+    tenant_path = None
     list_display = ("tenant", "principal", "key", "response_status", "created_at")
 
 
 @admin.register(CacheGeneration)
 class CacheGenerationAdmin(ReadOnlyAdmin):
+    tenant_path = None
     """Committed cache generations (fail-closed invalidation); changed only by writes."""
 
     list_display = ("tenant", "key", "value")

@@ -110,10 +110,30 @@ def test_the_docs_page_renders_for_the_schema(db):
     assert b"swagger-ui" in response.content
     # The init script is a file, not inline, so the page passes its CSP (issue 11).
     assert b"<script>" not in response.content
-    assert "script-src 'self' https://cdn.jsdelivr.net" in response["Content-Security-Policy"]
+    # Swagger UI comes from our static files (drf-spectacular-sidecar): no CDN allowed.
+    assert "script-src 'self';" in response["Content-Security-Policy"]
+    assert b"cdn.jsdelivr.net" not in response.content
+    assert b"/static/drf_spectacular_sidecar/swagger-ui-dist/" in response.content
     script = APIClient().get("/api/docs/?script=")
     assert script["Content-Type"].startswith("application/javascript")
     assert b"/api/schema/" in script.content
+
+
+def test_redoc_renders_from_static_files_without_an_inline_script(db):
+    response = APIClient().get("/api/redoc/")
+
+    assert response.status_code == 200
+    assert b"/static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js" in response.content
+    assert b"<script>" not in response.content
+    assert "script-src 'self';" in response["Content-Security-Policy"]
+
+
+def test_the_favicon_is_served_not_a_404(client):
+    response = client.get("/favicon.ico", follow=True)
+
+    assert response.status_code == 200
+    body = response.streaming_content if response.streaming else [response.content]
+    assert b"<svg" in b"".join(body)
 
 
 def test_healthz_needs_no_database(client):

@@ -26,7 +26,7 @@ def test_a_p9_rule_is_announced_to_its_reviewers_and_not_to_a_reviewer_of_p10(fl
     assert recipients() == ["lena@example.com", "omar@example.com", "rita@example.com"]
     omar = next(m for m in mail.outbox if m.to == ["omar@example.com"])
     assert omar.subject == (
-        f'[Memgov] Waiting for your review: enterprise_rule "material_checks" ({memory["id"]})'
+        f'[Memgov] Waiting for your review: an enterprise rule "material_checks" ({memory["id"]})'
     )
     assert memory["id"] in omar.body
     assert omar.alternatives[0][1] == "text/html"  # type: ignore[attr-defined]

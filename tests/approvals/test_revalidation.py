@@ -81,7 +81,8 @@ def test_a_new_policy_is_a_new_version_and_a_flag_tenant_only_flags_what_now_fai
     assert (done["status"], done["total"], done["done"], done["failed"]) == ("done", 3, 3, 2)
     assert done["flagged"] == sorted([confirmed, verified])
     assert done["policy_version"] == "2"
-    # Owner and reviewers of each (rita owns; lena and omar review P-9 rules).
+    # Owner and reviewers of each (rita owns; lena and omar review P-9 rules). Each chunk of
+    # the job reports its own failures (an event each), here one memory per chunk.
     assert sorted(m.to[0] for m in mail.outbox) == sorted(
         2 * ["rita@example.com", "lena@example.com", "omar@example.com"]
     )

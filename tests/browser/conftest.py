@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(settings.BASE_DIR) / "test-artifacts" / "screenshots"
+SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"  # the run's artifact (issue 15)
 WAIT_MS = 20_000  # an upper bound for the page to show what it must; never a timing claim
 
 

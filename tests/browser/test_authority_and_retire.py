@@ -69,3 +69,33 @@ def test_retiring_from_the_item_page_stops_resolve_returning_it(site: Site) -> N
     assert [(a["field"], a["reason"]) for a in after["abstentions"]] == [
         ("delivery_address", "no_applicable_fact")
     ]
+
+
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_the_retire_form_stays_inside_its_card_with_every_choice_readable(
+    site: Site, width: int
+) -> None:
+    dana_home = site.demo.items["dana_home"]
+    page = site.page(width=width)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{dana_home}/")
+    page.get_by_text("Retire", exact=True).click()
+
+    card = page.locator("section.card", has=page.locator("summary", has_text="Retire")).first
+    form = card.locator("form")
+    box = card.bounding_box()
+    assert box is not None
+    visible = "label, legend, input:not([type=hidden]), textarea, button"
+    for part in [form, *form.locator(visible).all()]:
+        inner = part.bounding_box()
+        assert inner is not None
+        assert inner["x"] >= box["x"] - 0.5, part
+        assert inner["x"] + inner["width"] <= box["x"] + box["width"] + 0.5, part
+    # Both in-flight choices are read whole, nothing clipped, the safe one chosen.
+    choices = form.get_by_role("group", name="Tasks that already used it")
+    flag = choices.get_by_label("Flag them: they must re-verify before acting")
+    expect(flag).to_be_checked()
+    expect(choices.get_by_label("Leave them alone")).not_to_be_checked()
+    for label in choices.locator("label").all():
+        assert label.evaluate("el => el.scrollWidth <= el.clientWidth"), label
+    screenshot(page, f"item_retire_form_{width}")

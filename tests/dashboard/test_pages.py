@@ -7,7 +7,9 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.test import Client
+from django.utils.html import escape
 
 from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
@@ -163,3 +165,29 @@ def test_a_correction_shows_what_changed_and_both_versions_on_the_timeline(
     assert '<text x="4" y="20" class="tl-label">v1</text>' in page
     assert '<text x="4" y="66" class="tl-label">v2</text>' in page
     assert 'class="tl-in-use"' in page  # v1 has been in use since its activation
+
+
+def test_sam_sees_no_audit_link_he_could_not_use_and_rita_does(demo: Demo) -> None:
+    sam = demo.client("sam").get("/").content.decode()
+    rita = demo.client("rita").get("/").content.decode()
+
+    assert 'href="/audit/"' not in sam
+    assert 'href="/audit/"' in rita
+
+
+def test_an_error_page_keeps_the_tenant_name_in_the_header(demo: Demo) -> None:
+    response = demo.client("omar").get("/memories/mem_00000000000000000000000000/")
+    missing = demo.client("omar").get("/no-such-page/")
+
+    assert response.status_code == 404 and missing.status_code == 404
+    for page in (response, missing):
+        assert f'<span class="tenant">{escape(demo.tenant.name)}</span>' in page.content.decode()
+
+
+def test_the_policy_page_names_the_time_zone_and_times_follow_it(demo: Demo) -> None:
+    call_command("create_tenant", demo.tenant.slug, "--update", "--time-zone", "Asia/Kolkata")
+
+    page = demo.client("rita").get("/policy/").content.decode()
+
+    assert "Times are shown in <strong>Asia/Kolkata</strong>" in page
+    assert " IST by " in page  # "Published 2026-… 07:33 IST by operator"

@@ -46,7 +46,7 @@ def test_the_queue_row_shows_age_kind_scope_approvals_and_preview_checks(demo: D
     body = demo.client("omar").get("/").content.decode()
 
     row = body[body.index("Renewals of project P-9") : body.index("</tr>", body.index("P-9"))]
-    assert "2\xa0days, 2\xa0hours" in body
+    assert "2 days ago" in body  # 50 hours, rounded to its largest unit
     assert "enterprise_rule" in row
     assert ">project=P-9<" in row and ">supplier=S-17<" in row and ">batch=B-3<" in row
     assert "0 of 2" in row
@@ -143,3 +143,12 @@ def test_the_browser_filters_by_scope_and_lists_only_what_omar_may_open(demo: De
     assert demo.items["p9_rule"] in p9
     assert demo.items["tenant_rule"] not in p9
     assert demo.items["order_a"] not in p9
+
+
+def test_an_item_proposed_seconds_ago_waits_just_now_not_0_minutes(demo: Demo) -> None:
+    _age(demo, "p9_rule", 0)
+
+    body = demo.client("omar").get("/").content.decode()
+
+    assert "0\xa0minutes" not in body and "0 minutes" not in body
+    assert "just now" in body

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import DomainError
 from core.models import Tenant
 from memory.tenancy import tenant_create, tenant_update_settings
 
@@ -21,15 +22,33 @@ class Command(BaseCommand):
             default=None,
             help="suspend (default): an item failing revalidation leaves use; flag: listed only",
         )
+        parser.add_argument(
+            "--time-zone",
+            default=None,
+            help="IANA zone for times shown to people, e.g. Europe/Berlin (default UTC)",
+        )
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="change the settings of an existing tenant instead of creating one",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug = options["slug"]
-        if Tenant.objects.filter(slug=slug).exists():
-            raise CommandError(f"tenant {slug!r} already exists")
-        tenant = tenant_create(slug=slug, name=options["name"])
-        tenant_update_settings(
-            tenant=tenant,
-            approvals_required=options["approvals_required"],
-            revalidation_failure=options["revalidation_failure"],
-        )
-        self.stdout.write(f"created tenant {tenant.slug}")
+        existing = Tenant.objects.filter(slug=slug).first()
+        if existing is not None and not options["update"]:
+            raise CommandError(f"tenant {slug!r} already exists (--update changes its settings)")
+        if existing is None and options["update"]:
+            raise CommandError(f"no tenant {slug!r} to update")
+        tenant = existing or tenant_create(slug=slug, name=options["name"])
+        try:
+            tenant = tenant_update_settings(
+                tenant=tenant,
+                approvals_required=options["approvals_required"],
+                revalidation_failure=options["revalidation_failure"],
+                time_zone=options["time_zone"],
+            )
+        except DomainError as exc:
+            raise CommandError(str(exc.detail)) from exc
+        done = "updated" if existing else "created"
+        self.stdout.write(f"{done} tenant {tenant.slug} (times shown in {tenant.time_zone})")

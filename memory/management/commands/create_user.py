@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
@@ -39,6 +40,12 @@ class Command(BaseCommand):
             default=[],
             help="PERM or PERM@DIM=VALUE, e.g. review_task_fact@project=P-9",
         )
+        parser.add_argument(
+            "--staff",
+            action="store_true",
+            help="a tenant admin: may open the Django admin, scoped to this tenant "
+            "(grants tenant_admin)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
@@ -47,6 +54,8 @@ class Command(BaseCommand):
         if get_user_model().objects.filter(username=options["username"]).exists():
             raise CommandError(f"user {options['username']!r} already exists")
         grants = [parse_grant(g) for g in options["grant"]]
+        if options["staff"] and ("tenant_admin", None, None) not in grants:
+            grants.append(("tenant_admin", None, None))
         labels = [label.strip() for label in options["labels"].split(",") if label.strip()]
         user = user_create(
             tenant=tenant,
@@ -54,6 +63,7 @@ class Command(BaseCommand):
             password=options["password"],
             email=options["email"],
             labels=labels,
+            staff=options["staff"],
         )
         with transaction.atomic():
             for perm, dim, value in grants:
@@ -61,3 +71,8 @@ class Command(BaseCommand):
                     user=user, tenant=tenant, codename=perm, dimension=dim, value=value
                 )
         self.stdout.write(f"created user {user.get_username()} in {tenant.slug}")
+        if options["staff"]:
+            self.stdout.write(
+                f"Admin login: {settings.SITE_URL}/admin/ as {user.get_username()} "
+                f"({tenant.slug}'s rows only)"
+            )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
@@ -20,7 +21,7 @@ SLUG = "demo"
 PEOPLE: list[tuple[str, str, list[str]]] = [
     (
         "rita",
-        "Reviewer with authority over the whole tenant",
+        "Reviewer with authority over the whole tenant; tenant admin",
         [
             "review_task_fact",
             "review_enterprise_rule",
@@ -28,6 +29,7 @@ PEOPLE: list[tuple[str, str, list[str]]] = [
             "retire_memory",
             "manage_policy",
             "view_audit",
+            "tenant_admin",
         ],
     ),
     (
@@ -52,10 +54,15 @@ class Command(BaseCommand):
         if tenant is None:
             tenant = self._create()
         key = self._agent_key(tenant)
+        rita = self._agent_key(tenant, person="rita")
         self.stdout.write("Demo logins (password = username + '-demo-pass'):")
         for username, what, _ in PEOPLE:
             self.stdout.write(f"  {username:<5} {username}-demo-pass   {what}")
         self.stdout.write(f"Agent API key (tenant '{SLUG}'):\n  {key}")
+        self.stdout.write(f"rita's personal API key (she reviews over the API too):\n  {rita}")
+        self.stdout.write(
+            f"Admin (tenant '{SLUG}' only): {settings.SITE_URL}/admin/ as rita / rita-demo-pass"
+        )
 
     def _create(self) -> Tenant:
         tenant = tenancy.tenant_create(slug=SLUG, name="Demo Retail & Procurement")
@@ -66,6 +73,7 @@ class Command(BaseCommand):
                 password=f"{username}-demo-pass",
                 email=f"{username}@demo.memgov.local",
                 labels=["staff"],
+                staff=username == "rita",  # the demo's tenant admin
             )
             for grant in grants:
                 perm, _, target = grant.partition("@")
@@ -82,16 +90,23 @@ class Command(BaseCommand):
         _load_stories(agent)
         return tenant
 
-    def _agent_key(self, tenant: Tenant) -> str:
-        path = Path(settings.VAR_DIR) / "demo-agent-key"
+    def _agent_key(self, tenant: Tenant, person: str = "") -> str:
+        """The agent's key, or ``person``'s personal key: kept in ``var/`` across runs."""
+        path = Path(settings.VAR_DIR) / (f"demo-{person}-key" if person else "demo-agent-key")
         if path.exists():
             raw = path.read_text().strip()
             prefix = raw.split("_")[1] if raw.count("_") >= 2 else ""
             if ApiKey.objects.filter(tenant=tenant, prefix=prefix, revoked_at=None).exists():
                 return raw
-        _, raw = tenancy.api_key_create(
-            tenant=tenant, agent_name="assistant", labels=["staff"], actor="demo"
-        )
+        if person:
+            user = get_user_model().objects.get(username=person, membership__tenant=tenant)
+            _, raw = tenancy.api_key_create(
+                tenant=tenant, user=user, labels=["staff"], actor="demo"
+            )
+        else:
+            _, raw = tenancy.api_key_create(
+                tenant=tenant, agent_name="assistant", labels=["staff"], actor="demo"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(raw + "\n")
         path.chmod(0o600)
