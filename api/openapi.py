@@ -90,6 +90,11 @@ class EntityOut(_Base):
     created_at = _time()
 
 
+class EntityPageOut(_Base):
+    results = EntityOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
 class CheckOut(_Base):
     scenario = serializers.DictField()
     generated = serializers.BooleanField()
@@ -172,7 +177,11 @@ class MatchCandidateOut(_Base):
     id = serializers.CharField()
     kind = serializers.CharField()
     name = serializers.CharField()
-    matched_on = serializers.CharField()
+    matched_on = serializers.ChoiceField(
+        ["name", "alias", "name_token", "alias_token", "alias_prefix"],
+        help_text="name/alias: equal to it; *_token: has every word of the mention as a "
+        "whole word; alias_prefix: an alias starts with the mention",
+    )
 
 
 class MatchOut(_Base):
