@@ -29,6 +29,7 @@ from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.history import lineage_timeline, version_diff
+from dashboard.impact import CheckView, check_views, impact_rows
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.selectors import access_source, memory_versions
@@ -42,6 +43,7 @@ class CheckGroup:
     run: str
     policy_version: str
     results: tuple[CheckResult, ...]
+    views: tuple[CheckView, ...] = ()
 
     @property
     def failed(self) -> int:
@@ -52,19 +54,19 @@ class CheckGroup:
         return len(self.results) - self.failed
 
 
-def check_groups(version: MemoryVersion) -> list[CheckGroup]:
-    """Results per (run, policy version), the latest run first."""
+def check_groups(principal: Principal, version: MemoryVersion) -> list[CheckGroup]:
+    """Results per (run, policy version), the latest run first, each with the memories
+    its detail names (statement and value, as far as the reviewer may see them)."""
+    results = list(version.checks.all())
     groups: dict[tuple[str, str], list[CheckResult]] = {}
-    for result in version.checks.all():
+    for result in results:
         groups.setdefault((result.run, result.policy_version), []).append(result)
     ordered = sorted(groups.items(), key=lambda kv: max(r.ran_at for r in kv[1]), reverse=True)
-    return [CheckGroup(run, policy, tuple(rows)) for (run, policy), rows in ordered]
-
-
-def impact_of(version: MemoryVersion) -> list[dict[str, Any]]:
-    """Winners that activation would change (from the regression scenarios of the last run)."""
-    groups = check_groups(version)
-    return [entry for r in (groups[0].results if groups else ()) for entry in r.impact]
+    views = {id(v.result): v for v in check_views(principal, version, results)}
+    return [
+        CheckGroup(run, policy, tuple(rows), tuple(views[id(r)] for r in rows))
+        for (run, policy), rows in ordered
+    ]
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,8 @@ def item_context(
         approvals=list(head.approvals.all()),
         approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),
         checks=checks_summary(head),
-        check_groups=check_groups(head),
-        impact=impact_of(head),
+        check_groups=check_groups(principal, head),
+        impact=impact_rows(principal, head),
         scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
         can=abilities(oversight, head),
         events=events,
@@ -181,7 +183,7 @@ def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
         item=item,
         head=head,
         checks=checks_summary(head),
-        check_groups=check_groups(head),
+        check_groups=check_groups(principal, head),
         poll_seconds=POLL_SECONDS,
     )
     return render(request, "dashboard/_live.html", context)
