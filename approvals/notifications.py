@@ -17,6 +17,7 @@ from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
 from memory.models import MemoryVersion, Status
+from memory.selectors import entity_match
 
 logger = logging.getLogger(__name__)
 DIGEST_THRESHOLD = 3
@@ -83,6 +84,33 @@ def notify_pending_review(version_id: int) -> int:
         else:
             for item_version, claim in mine:
                 _send("pending_review", user, [claim], {"version": item_version})
+        sent += 1
+    return sent
+
+
+def notify_held_mention(version_id: int) -> int:
+    """A mention matched no single entity: the reviewers who could decide the item are
+    told it needs a subject (once per version and person), with the entities it might be."""
+    version = MemoryVersion.objects.select_related("item", "tenant").get(pk=version_id)
+    if version.status != Status.HELD_UNRESOLVED:
+        return 0
+    sent = 0
+    for user in reviewers_for(version):
+        claim = _claim(f"held:{version.pk}", user, version.tenant_id)
+        if claim is None:
+            continue
+        principal = principal_for_user(user)
+        candidates = (
+            [
+                entity
+                for entity, _ in entity_match(
+                    principal=principal, name=version.item.subject_mention, kind=None
+                )
+            ]
+            if principal is not None
+            else []
+        )
+        _send("held_mention", user, [claim], {"version": version, "candidates": candidates})
         sent += 1
     return sent
 
