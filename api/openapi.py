@@ -95,13 +95,26 @@ class EntityPageOut(_Base):
     next = serializers.URLField(allow_null=True)
 
 
+class ImpactOut(_Base):
+    """What activation changes in one context, by id (API.md: checks listing)."""
+
+    context = serializers.DictField(child=serializers.CharField())
+    before = serializers.CharField(help_text="memory_id vN (why it wins), or abstains: reason")
+    after = serializers.CharField(help_text="the same, with the version active")
+    outranked = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="memory_id vN that answered before and are outranked after",
+    )
+
+
 class CheckOut(_Base):
     scenario = serializers.DictField()
     generated = serializers.BooleanField()
     run = serializers.CharField()
     outcome = serializers.ChoiceField(["passed", "failed"])
     detail = serializers.CharField(allow_blank=True)
-    impact = serializers.JSONField()
+    impact = ImpactOut(many=True)
     policy_version = serializers.CharField()
     ran_at = _time()
     version = serializers.IntegerField(min_value=1)
