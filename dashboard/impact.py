@@ -169,7 +169,7 @@ def mentioned(
     return found
 
 
-def _why(result: Any, item_id: str) -> str:
+def _why(result: Any) -> str:
     """One sentence: why this check failed, and what the reviewer or owner can do."""
     scenario = result.scenario
     name = str(scenario.get("name", ""))
@@ -218,7 +218,7 @@ def _why(result: Any, item_id: str) -> str:
     expect = "apply" if scenario.get("expect") == "applies" else "not apply"
     return (
         f"A scenario added from a real case says it must {expect} in this context and it "
-        f"does not: the owner can correct the scope or validity of {item_id}, or, if the "
+        "does not: the owner can correct its scope or validity in a new version, or, if the "
         "scenario is wrong, a reviewer can reject this version and discuss it with the author."
     )
 
@@ -262,7 +262,7 @@ def check_views(
         views.append(
             CheckView(
                 result=r,
-                why=_why(r, version.item_id) if r.outcome == "failed" else "",
+                why=_why(r) if r.outcome == "failed" else "",
                 parts=_parts(r.detail, found),
                 other=found.get(str(other_id)) if other_id else None,
             )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from approvals import checking
 from memory import proposals
 from memory.models import MemoryVersion
 from tests.browser.conftest import Site, screenshot
@@ -95,3 +96,46 @@ def test_a_held_mention_is_linked_from_the_queue_and_then_reviewed(site: Site) -
     screenshot(page, "item_linked_active_1280")
     version = MemoryVersion.objects.get(item_id=held.item_id)
     assert (version.status, version.subject_id) == ("active", site.demo.item("order_a").subject_id)
+
+
+def test_a_failed_check_says_why_in_one_sentence_and_names_memories_by_statement(
+    site: Site,
+) -> None:
+    order = site.demo.item("order_a")
+    wrong_case = {
+        "kind": "inapplicable",
+        "context": {"task": "order-c"},
+        "expect": "does_not_apply",
+    }
+    version = proposals.memory_propose(
+        principal=site.demo.agent(),
+        data={
+            "kind": "task_fact",
+            "subject": str(order.subject_id),
+            "field": "delivery_address",
+            "value": "7 Quay Lane",
+            "statement": "Order order-c goes to the Quay Lane depot.",
+            "scope": {"task": "order-c"},
+            "owner": "sam",
+            "expires_at": later(7),
+            "sources": order.versions.get().source_ids,
+            "scenarios": [wrong_case],
+        },
+    )
+    checking.preview(version.pk)  # what the preview task runs
+    page = site.page(width=1400)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{version.item_id}/")
+
+    failed = page.locator("table.checks tr.check-failed")
+    expect(failed).to_have_count(1)
+    expect(failed.locator(".why")).to_contain_text(
+        "A scenario added from a real case says it must not apply in this context"
+    )
+    expect(failed.locator(".detail a.ref").first).to_contain_text("this version")
+    expect(failed.locator(".detail a.ref").last).to_contain_text("Dana normally wants")
+    impact = page.locator("#impact article.is-changed")
+    expect(impact.locator(".outranked")).to_contain_text('"12 Elm Street"')
+    _fits(page)
+    failed.scroll_into_view_if_needed()
+    screenshot(page, "item_failed_check_1400")
