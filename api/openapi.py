@@ -98,7 +98,9 @@ class EntityPageOut(_Base):
 class ImpactOut(_Base):
     """What activation changes in one context, by id (API.md: checks listing)."""
 
-    context = serializers.DictField(child=serializers.CharField())
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField()
+    )
     before = serializers.CharField(help_text="memory_id vN (why it wins), or abstains: reason")
     after = serializers.CharField(help_text="the same, with the version active")
     outranked = serializers.ListField(
