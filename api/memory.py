@@ -10,7 +10,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.openapi import REQUEST_EXAMPLES, EntityOut, MatchOut, MemoryOut, MemoryPageOut, SourceOut
+from api.openapi import (
+    REQUEST_EXAMPLES,
+    EntityOut,
+    EntityPageOut,
+    MatchOut,
+    MemoryOut,
+    MemoryPageOut,
+    SourceOut,
+)
 from core.errors import InvalidContent, NotFound
 from memory import answers, entities, selectors
 from memory.models import MemoryKind, Status
@@ -61,6 +69,20 @@ class SourceDetailView(MemgovAPIView):
 
 
 class EntityCollectionView(MemgovAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=False, description="part of a name or alias"),
+            OpenApiParameter("limit", int, required=False),
+            OpenApiParameter("cursor", str, required=False),
+        ],
+        responses={200: EntityPageOut},
+        operation_id="entity_list",
+    )
+    def get(self, request: Request) -> Response:
+        """Every entity of the tenant by id, or those whose name or an alias contains ``q``."""
+        entities = selectors.entity_list(self.principal(), request.query_params.get("q", ""))
+        return Response(paginate(request, entities, key="id", represent=entity_representation))
+
     @extend_schema(
         request=EntityInput,
         responses={201: EntityOut},

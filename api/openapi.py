@@ -95,13 +95,33 @@ class EntityOut(_Base):
     created_at = _time()
 
 
+class EntityPageOut(_Base):
+    results = EntityOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class ImpactOut(_Base):
+    """What activation changes in one context, by id (API.md: checks listing)."""
+
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField()
+    )
+    before = serializers.CharField(help_text="memory_id vN (why it wins), or abstains: reason")
+    after = serializers.CharField(help_text="the same, with the version active")
+    outranked = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="memory_id vN that answered before and are outranked after",
+    )
+
+
 class CheckOut(_Base):
     scenario = serializers.DictField()
     generated = serializers.BooleanField()
     run = serializers.CharField()
     outcome = serializers.ChoiceField(CheckResult.Outcome.values)
     detail = serializers.CharField(allow_blank=True)
-    impact = serializers.JSONField()
+    impact = ImpactOut(many=True)
     policy_version = serializers.CharField()
     ran_at = _time()
     version = serializers.IntegerField(min_value=1)
@@ -177,7 +197,11 @@ class MatchCandidateOut(_Base):
     id = serializers.CharField()
     kind = serializers.CharField()
     name = serializers.CharField()
-    matched_on = serializers.CharField()
+    matched_on = serializers.ChoiceField(
+        ["name", "alias", "name_token", "alias_token", "alias_prefix"],
+        help_text="name/alias: equal to it; *_token: has every word of the mention as a "
+        "whole word; alias_prefix: an alias starts with the mention",
+    )
 
 
 class MatchOut(_Base):

@@ -9,6 +9,7 @@ OUTBOX_HANDLERS = {
     "notify.checks_failed": "approvals.tasks.notify_checks_failed",
     "notify.retired": "approvals.tasks.notify_retired",
     "notify.revalidation_failures": "approvals.tasks.notify_revalidation_failures",
+    "notify.held_mention": "approvals.tasks.notify_held_mention",
     "revalidation.run": "approvals.tasks.revalidation_run",
     "erasure.run": "approvals.tasks.erasure_run",
     "notify.erasure_done": "approvals.tasks.notify_erasure_done",

@@ -27,6 +27,15 @@ def evaluate_current(version: MemoryVersion) -> tuple[str, datetime, list[checks
     return policy.version, now, checks.run_all(version, policy, now)
 
 
+def impact_now(version: MemoryVersion) -> list[checks.ContextImpact]:
+    """What activation changes per context, asked now under the current policy (the item
+    page shows it live; the checks store the same comparison with ids only)."""
+    if version.subject_id is None:
+        return []
+    policy = resolver_policy(current_policy(version.tenant))
+    return checks.impact(version, policy, timezone.now())
+
+
 def record_results(
     version: MemoryVersion,
     run: str,

@@ -54,6 +54,9 @@ class Spec:
     revoke_basis: bool = False
     regression_of: str | None = None
     labels: tuple[str, ...] | None = None  # the asking principal's; None: every label
+    # The own-scope and regression scenarios also say what activation changes there
+    # (not part of the identity: the stored keys stay the same).
+    reports_impact: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         extra = {} if self.labels is None else {"labels": list(self.labels)}
@@ -128,7 +131,14 @@ def _sibling(version: MemoryVersion, dimension: str, value: str) -> str:
 def generated_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
     context = _context_for(version.scope)
     inside = inside_validity(version, now)
-    yield Spec("applicable: its own scope", "applicable", context, inside, "applies")
+    yield Spec(
+        "applicable: its own scope",
+        "applicable",
+        context,
+        inside,
+        "applies",
+        reports_impact=True,
+    )
     for dim, value in sorted(context.items()):
         moved = {**context, dim: _sibling(version, dim, value)}
         yield Spec(
@@ -237,6 +247,7 @@ def _regression_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
             inside_validity(other, now),
             "no_new_conflict",
             regression_of=other.item_id,
+            reports_impact=True,
         )
 
 
@@ -256,17 +267,18 @@ def custom_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
         )
 
 
-def _ask(
+def _answer(
     version: MemoryVersion,
     spec: Spec,
     policy: resolver.Policy,
     now: datetime,
     *,
     with_version: bool,
-) -> resolver.Resolution:
+) -> tuple[resolver.Resolution, list[resolver.Candidate]]:
     """``with_version``: as if the version were active (and its lineage's older versions
     over, except under a revoked basis, where the predecessor is the fallback); without
-    it: what resolves now, before this version, with nothing revoked."""
+    it: what resolves now, before this version, with nothing revoked. The candidates come
+    back too, so the impact can show what each answer says (explain lists who lost)."""
     revoked = spec.revoke_basis and with_version
     request = CandidateRequest(
         tenant_id=spec.tenant_id if spec.tenant_id is not None else version.tenant_id,
@@ -293,6 +305,7 @@ def _ask(
         known_at=now,
         labels=labels,
         fields=(version.field,),
+        explain=True,
     )
     candidates = load_candidates(request)
     if with_version:
@@ -301,7 +314,18 @@ def _ask(
             replace(c, verification=verification) if c.memory_id == version.item_id else c
             for c in candidates
         ]
-    return resolver.resolve(candidates, query, policy)
+    return resolver.resolve(candidates, query, policy), candidates
+
+
+def _ask(
+    version: MemoryVersion,
+    spec: Spec,
+    policy: resolver.Policy,
+    now: datetime,
+    *,
+    with_version: bool,
+) -> resolver.Resolution:
+    return _answer(version, spec, policy, now, with_version=with_version)[0]
 
 
 def verification_when_active(version: MemoryVersion) -> str:
@@ -347,9 +371,13 @@ def _summary(resolution: resolver.Resolution) -> str:
 def evaluate(
     version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
 ) -> ScenarioOutcome:
-    after = _ask(version, spec, policy, now, with_version=True)
     if spec.expect == "no_new_conflict":
-        return _regression(version, spec, policy, now, after)
+        return _regression(version, spec, policy, now)
+    if spec.reports_impact:
+        change, _, after = compare(version, spec, policy, now)
+        changes = [change.as_dict()] if change.changed else []
+    else:
+        after, changes = _ask(version, spec, policy, now, with_version=True), []
     selected = _selected(after, version)
     wanted = spec.expect == "applies"
     passed = selected == wanted
@@ -365,7 +393,104 @@ def evaluate(
                 f"(another item cites it too?): {_summary(after)} vs {_summary(before)}",
             )
         detail += f"; falls back to: {_summary(before)}"
-    return ScenarioOutcome(spec, passed, detail)
+    return ScenarioOutcome(spec, passed, detail, changes)
+
+
+@dataclass(frozen=True)
+class ContextImpact:
+    """What agents asking in one context are told about the field without the version
+    and with it: the winning candidate (None: an abstention, said in ``*_reason``), and
+    the candidates that answered before and are outranked after."""
+
+    context: dict[str, str]
+    own_scope: bool
+    regression_of: str | None
+    before: resolver.Candidate | None
+    before_reason: str
+    after: resolver.Candidate | None
+    after_reason: str
+    outranked: tuple[resolver.Candidate, ...]
+
+    @property
+    def changed(self) -> bool:
+        return _identity(self.before) != _identity(self.after) or bool(self.outranked)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Ids and reasons only (stored with the check, listed by the API to anyone who
+        may read the item): values and statements are shown by the dashboard, to whom
+        may see them."""
+        return {
+            "context": self.context,
+            "before": _told(self.before, self.before_reason),
+            "after": _told(self.after, self.after_reason),
+            "outranked": [f"{c.memory_id} v{c.version}" for c in self.outranked],
+        }
+
+
+def _identity(candidate: resolver.Candidate | None) -> tuple[str, int] | None:
+    return None if candidate is None else (candidate.memory_id, candidate.version)
+
+
+def _told(candidate: resolver.Candidate | None, reason: str) -> str:
+    if candidate is None:
+        return f"abstains: {reason}"
+    return f"{candidate.memory_id} v{candidate.version} ({reason})"
+
+
+def _answer_of(
+    resolution: resolver.Resolution,
+) -> tuple[resolver.Candidate | None, str]:
+    for fact in resolution.facts:
+        return fact.candidate, fact.reason
+    for abstention in resolution.abstentions:
+        return None, abstention.reason
+    return None, "no_applicable_fact"
+
+
+def compare(
+    version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
+) -> tuple[ContextImpact, resolver.Resolution, resolver.Resolution]:
+    """Ask the spec's question without the version and with it (as if active)."""
+    before, _ = _answer(version, spec, policy, now, with_version=False)
+    after, candidates = _answer(version, spec, policy, now, with_version=True)
+    selected_before = {
+        (c.memory_id, c.version) for c in before.considered if c.outcome == "selected"
+    }
+    lost = {
+        (c.memory_id, c.version)
+        for c in after.considered
+        if c.outcome == "outranked" and (c.memory_id, c.version) in selected_before
+    }
+    outranked = tuple(c for c in candidates if (c.memory_id, c.version) in lost)
+    before_fact, before_reason = _answer_of(before)
+    after_fact, after_reason = _answer_of(after)
+    impact = ContextImpact(
+        context=dict(spec.context),
+        own_scope=spec.kind == "applicable",
+        regression_of=spec.regression_of,
+        before=before_fact,
+        before_reason=before_reason,
+        after=after_fact,
+        after_reason=after_reason,
+        outranked=tuple(sorted(outranked, key=lambda c: (c.memory_id, c.version))),
+    )
+    return impact, before, after
+
+
+def impact(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> list[ContextImpact]:
+    """Per context the version touches (its own scope, then the scope of every other
+    active item of its subject and field): what agents are told now and after activation."""
+    seen: set[str] = set()
+    found = []
+    for spec in generated_specs(version, now):
+        if not spec.reports_impact:
+            continue
+        key = digest(spec.context)
+        if key in seen:
+            continue
+        seen.add(key)
+        found.append(compare(version, spec, policy, now)[0])
+    return found
 
 
 def _regression(
@@ -373,17 +498,12 @@ def _regression(
     spec: Spec,
     policy: resolver.Policy,
     now: datetime,
-    after: resolver.Resolution,
 ) -> ScenarioOutcome:
-    before = _ask(version, spec, policy, now, with_version=False)
+    change, before, after = compare(version, spec, policy, now)
     new_conflict = any(a.reason == "conflict" for a in after.abstentions) and not any(
         a.reason == "conflict" for a in before.abstentions
     )
-    impact = []
-    if _winner(before) != _winner(after):
-        impact.append(
-            {"context": spec.context, "before": _summary(before), "after": _summary(after)}
-        )
+    impact = [change.as_dict()] if change.changed else []
     if new_conflict:
         return ScenarioOutcome(
             spec, False, f"activation would create a conflict: {_summary(after)}", impact

@@ -23,6 +23,7 @@ from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
 from memory.models import Erasure, MemoryVersion, Status
+from memory.selectors import entity_match
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,26 @@ def notify_pending_review(version_id: int) -> int:
         _tell(user, _keyed("pending", _unannounced_pending(user, version.tenant_id)), PENDING)
         for user in reviewers_for(version)
     )
+
+
+def notify_held_mention(version_id: int) -> int:
+    """A mention matched no single entity: the reviewers who could decide the item are
+    told it needs a subject (once per version and person), with the entities it might be."""
+    version = MemoryVersion.objects.select_related("item", "tenant").get(pk=version_id)
+    if version.status != Status.HELD_UNRESOLVED:
+        return 0
+    mention = version.item.subject_mention
+    sent = 0
+    for user in reviewers_for(version):
+        principal = principal_for_user(user)
+        candidates = (
+            [entity for entity, _ in entity_match(principal=principal, name=mention, kind=None)]
+            if principal is not None
+            else []
+        )
+        context = {"mention": mention, "candidates": candidates}
+        sent += _tell(user, _keyed("held", [version]), ("held_mention", "held_mention"), context)
+    return sent
 
 
 def notify_owner(version_id: int, event: str, template: str, context: dict[str, Any]) -> bool:

@@ -5,7 +5,7 @@ event in one transaction. The proposer never counts; agents never decide (DESIGN
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -19,6 +19,7 @@ from core.errors import Conflict, Forbidden, InvalidContent
 from core.principals import Principal
 from memory import events, rules
 from memory.effects import after_checks_requested, after_version_recorded
+from memory.entities import entity_record
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
     bump_on_commit,
@@ -215,30 +216,54 @@ def memory_link_subject(
     """A reviewer resolves a held mention to an entity; the item then enters review."""
 
     with transaction.atomic(durable=True):
-        version = _lock_head(item)
-        _require_person(principal, "link a subject")
-        if not may_review(principal, version):
-            raise Forbidden("Linking needs review authority over this memory's scope.")
-        if version.status != Status.HELD_UNRESOLVED:
-            raise Conflict(
-                f"Only a held_unresolved memory can be linked; this is {version.status}."
-            )
+        version = _held_head(principal, item)
         entity = Entity.objects.filter(tenant=version.tenant, pk=subject_id).first()
         if entity is None:
             raise InvalidContent({"subject": [f"no entity {subject_id!r} in this tenant"]})
-        MemoryItem.objects.filter(pk=item.pk).update(subject=entity)
-        MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
-        version.subject = entity
-        to = Status.CHECKING if version.kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
-        version_transition(
-            version=version,
-            to=to,
-            actor=principal.name,
-            reason=f"subject linked to {entity.pk}",
-            subject=entity.pk,
-        )
-        after_version_recorded(version)
+        _link(principal, item, version, entity)
     return version
+
+
+def memory_link_new_subject(
+    *,
+    principal: Principal,
+    item: MemoryItem,
+    kind: str,
+    name: str,
+    aliases: Sequence[str] = (),
+) -> MemoryVersion:
+    """No entity fits the mention: the reviewer creates it (with aliases) and links it in
+    one transaction, so a refusal leaves no orphan entity behind."""
+    with transaction.atomic(durable=True):
+        version = _held_head(principal, item)
+        entity = entity_record(principal=principal, kind=kind, name=name, aliases=aliases)
+        _link(principal, item, version, entity)
+    return version
+
+
+def _held_head(principal: Principal, item: MemoryItem) -> MemoryVersion:
+    version = _lock_head(item)
+    _require_person(principal, "link a subject")
+    if not may_review(principal, version):
+        raise Forbidden("Linking needs review authority over this memory's scope.")
+    if version.status != Status.HELD_UNRESOLVED:
+        raise Conflict(f"Only a held_unresolved memory can be linked; this is {version.status}.")
+    return version
+
+
+def _link(principal: Principal, item: MemoryItem, version: MemoryVersion, entity: Entity) -> None:
+    MemoryItem.objects.filter(pk=item.pk).update(subject=entity)
+    MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
+    version.subject = entity
+    to = Status.CHECKING if version.kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
+    version_transition(
+        version=version,
+        to=to,
+        actor=principal.name,
+        reason=f"subject linked to {entity.pk}",
+        subject=entity.pk,
+    )
+    after_version_recorded(version)
 
 
 def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[str]:

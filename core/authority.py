@@ -12,7 +12,7 @@ number of queries, not one per row."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -73,7 +73,12 @@ def review_permissions(version: Governed) -> tuple[str, ...]:
 
 def version_visible(version: Governed, principal: Principal) -> bool:
     """The principal holds a label of every source (and of the item's own visibility)."""
-    required: Sequence[Sequence[str]] = version.required_visibility
+    return labels_visible(version.required_visibility, principal)
+
+
+def labels_visible(required: Iterable[Iterable[str]], principal: Principal) -> bool:
+    """The same rule for label sets read without their version (a resolver candidate's
+    ``visibility``), so what a reviewer is shown of other items follows one rule."""
     return all(can_see(list(labels), principal.labels) for labels in required)
 
 

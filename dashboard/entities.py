@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import messages
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +20,7 @@ from dashboard.access import dashboard_memory, dashboard_view, error_page, page_
 from dashboard.browse import entity_choices
 from dashboard.forms import LinkSubjectForm
 from memory.models import Entity, MemoryVersion, Status
-from memory.selectors import entity_match
+from memory.selectors import entity_list, entity_match
 
 ENTITY_PAGE = 200
 
@@ -52,14 +52,10 @@ def held_items(principal: Principal) -> list[HeldItem]:
 
 def _render(request: HttpRequest, principal: Principal, status: int = 200) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    entities = Entity.objects.filter(tenant=principal.tenant)
-    if q:
-        entities = entities.filter(Q(name__icontains=q) | Q(aliases__alias__icontains=q))
     entities = (
-        entities.annotate(memories=Count("memory_items", distinct=True))
-        .prefetch_related("aliases")
+        entity_list(principal, q)
+        .annotate(memories=Count("memory_items", distinct=True))
         .order_by("name", "pk")
-        .distinct()
     )
     return render(
         request,

@@ -113,6 +113,26 @@ class LinkSubjectForm(forms.Form):
     subject = forms.CharField(max_length=40, label="Entity")
 
 
+class NewSubjectForm(DashboardForm):
+    """The entity a held mention is about, created in place with its aliases."""
+
+    id_prefix = "new_subject"
+    name = forms.CharField(max_length=200, help_text="The full name, e.g. Dana Customer.")
+    kind = forms.CharField(max_length=50, initial="customer", help_text="customer, person, …")
+    aliases = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Other names, separated by commas; the mention is a good first one.",
+    )
+
+    def clean_aliases(self) -> list[str]:
+        raw: str = self.cleaned_data.get("aliases") or ""
+        aliases = [a.strip() for a in raw.split(",") if a.strip()]
+        if any(len(a) > 200 for a in aliases):
+            raise forms.ValidationError("An alias is at most 200 characters.")
+        return aliases
+
+
 class BrowseForm(forms.Form):
     """The memory browser's filters (GET)."""
 

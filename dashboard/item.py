@@ -28,13 +28,22 @@ from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
+from dashboard.browse import entity_choices
 from dashboard.history import lineage_timeline, version_diff
+from dashboard.impact import CheckView, check_views, impact_rows
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
-from memory.selectors import access_source, memory_versions
+from memory.selectors import access_source, entity_match, memory_versions
 from memory.serializers import checks_summary
 
 POLL_SECONDS = 2
+MATCHED_ON = {
+    "name": "its name",
+    "alias": "an alias",
+    "name_token": "a word of its name",
+    "alias_token": "a word of an alias",
+    "alias_prefix": "the start of an alias",
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class CheckGroup:
     run: str
     policy_version: str
     results: tuple[CheckResult, ...]
+    views: tuple[CheckView, ...] = ()
 
     @property
     def failed(self) -> int:
@@ -52,19 +62,19 @@ class CheckGroup:
         return len(self.results) - self.failed
 
 
-def check_groups(version: MemoryVersion) -> list[CheckGroup]:
-    """Results per (run, policy version), the latest run first."""
+def check_groups(principal: Principal, version: MemoryVersion) -> list[CheckGroup]:
+    """Results per (run, policy version), the latest run first, each with the memories
+    its detail names (statement and value, as far as the reviewer may see them)."""
+    results = list(version.checks.all())
     groups: dict[tuple[str, str], list[CheckResult]] = {}
-    for result in version.checks.all():
+    for result in results:
         groups.setdefault((result.run, result.policy_version), []).append(result)
     ordered = sorted(groups.items(), key=lambda kv: max(r.ran_at for r in kv[1]), reverse=True)
-    return [CheckGroup(run, policy, tuple(rows)) for (run, policy), rows in ordered]
-
-
-def impact_of(version: MemoryVersion) -> list[dict[str, Any]]:
-    """Winners that activation would change (from the regression scenarios of the last run)."""
-    groups = check_groups(version)
-    return [entry for r in (groups[0].results if groups else ()) for entry in r.impact]
+    views = {id(v.result): v for v in check_views(principal, version, results)}
+    return [
+        CheckGroup(run, policy, tuple(rows), tuple(views[id(r)] for r in rows))
+        for (run, policy), rows in ordered
+    ]
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Abilities:
     revoke: bool
     already_decided: bool
     is_proposer: bool
+    link: bool
 
 
 def abilities(authority: Authority, head: MemoryVersion) -> Abilities:
@@ -95,6 +106,7 @@ def abilities(authority: Authority, head: MemoryVersion) -> Abilities:
         revoke=retire,
         already_decided=decided,
         is_proposer=proposer,
+        link=head.status == Status.HELD_UNRESOLVED and reviewer,
     )
 
 
@@ -118,7 +130,13 @@ def item_context(
         "retire_form": dashboard_forms.RetireForm(),
         "scenario_form": dashboard_forms.ScenarioForm(),
         "revoke_form": dashboard_forms.RevokeSourceForm(),
+        "link_form": dashboard_forms.LinkSubjectForm(),
+        "new_subject_form": dashboard_forms.NewSubjectForm(
+            initial={"name": item.subject_mention, "aliases": item.subject_mention}
+        ),
     }
+    can = abilities(oversight, head)
+    held = can.link and item.subject_id is None
     events = (
         list(audit_events(tenant=principal.tenant, target=item.pk).order_by("-seq")[:50])
         if oversight.has("view_audit")
@@ -137,10 +155,21 @@ def item_context(
         approvals=list(head.approvals.all()),
         approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),
         checks=checks_summary(head),
-        check_groups=check_groups(head),
-        impact=impact_of(head),
+        check_groups=check_groups(principal, head),
+        impact=impact_rows(principal, head),
         scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
-        can=abilities(oversight, head),
+        can=can,
+        subject_candidates=(
+            [
+                (entity, MATCHED_ON.get(how, how))
+                for entity, how in entity_match(
+                    principal=principal, name=item.subject_mention, kind=None
+                )
+            ]
+            if held
+            else []
+        ),
+        all_entities=entity_choices(principal) if held else [],
         events=events,
         poll_seconds=POLL_SECONDS,
         **{**blank, **(bound or {})},
@@ -181,7 +210,7 @@ def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
         item=item,
         head=head,
         checks=checks_summary(head),
-        check_groups=check_groups(head),
+        check_groups=check_groups(principal, head),
         poll_seconds=POLL_SECONDS,
     )
     return render(request, "dashboard/_live.html", context)
@@ -241,6 +270,29 @@ def _recheck(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> st
     return "The scenario checks are running again."
 
 
+def _link_existing(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    version = services.memory_link_subject(
+        principal=principal, item=item, subject_id=data["subject"]
+    )
+    assert version.subject is not None  # noqa: S101 - just linked
+    return f"Linked to {version.subject.name}; it is now {version.status} like any other proposal."
+
+
+def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    version = services.memory_link_new_subject(
+        principal=principal,
+        item=item,
+        kind=data["kind"],
+        name=data["name"],
+        aliases=data["aliases"],
+    )
+    assert version.subject is not None  # noqa: S101 - just created and linked
+    return (
+        f"Created {version.subject.name} and linked it; "
+        f"it is now {version.status} like any other proposal."
+    )
+
+
 def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
     services.scenario_add(principal=principal, item=item, data=data)
     return "Scenario added; it runs with the next checks."
@@ -267,6 +319,22 @@ def reject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpRe
 def retire(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
     return _perform(
         request, principal, memory_id, "retire_form", dashboard_forms.RetireForm, _retire
+    )
+
+
+@require_POST
+@dashboard_view
+def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "link_form", dashboard_forms.LinkSubjectForm, _link_existing
+    )
+
+
+@require_POST
+@dashboard_view
+def create_subject(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "new_subject_form", dashboard_forms.NewSubjectForm, _link_new
     )
 
 

@@ -57,11 +57,28 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
     return mine, waiting[:QUEUE_LIMIT]
 
 
+def needs_subject(principal: Principal) -> list[MemoryVersion]:
+    """Held mentions this reviewer could decide once linked (the rule the held email
+    uses): nobody can review them until someone says who they are about."""
+    authority = Authority.load(principal)
+    held = versions_with_details(
+        MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.HELD_UNRESOLVED)
+    ).order_by("status_changed_at", "pk")
+    rows: list[MemoryVersion] = []
+    for version in held:
+        if len(rows) >= QUEUE_LIMIT:
+            break
+        if version.number == version.item.head_version and authority.may_decide(version):
+            rows.append(version)
+    return rows
+
+
 def _queue_context(principal: Principal) -> dict[str, Any]:
     mine, waiting = review_queue(principal)
     return page_context(
         principal,
         rows=mine,
+        held=needs_subject(principal),
         waiting=waiting,
         now=timezone.now(),
         refresh_seconds=REFRESH_SECONDS,

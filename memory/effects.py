@@ -18,17 +18,22 @@ RETIRED = "notify.retired"
 REVALIDATION_FAILURES = "notify.revalidation_failures"
 ERASURE_RUN = "erasure.run"
 ERASURE_DONE = "notify.erasure_done"
+HELD_MENTION = "notify.held_mention"
 
 
 def after_version_recorded(version: MemoryVersion) -> None:
     """A preference goes straight to its gate checks; anything for review gets a preview
-    run (so the reviewer sees the impact) and its reviewers are told."""
+    run (so the reviewer sees the impact) and its reviewers are told; a held mention's
+    reviewers are told it needs a subject before anyone can review it."""
     if version.status == Status.CHECKING:
         after_checks_requested(version)
     elif version.status == Status.PENDING_REVIEW:
         payload = {"version_id": version.pk}
         outbox_write(kind=PREVIEW_CHECKS, payload=payload, tenant=version.tenant)
         outbox_write(kind=PENDING_REVIEW, payload=payload, tenant=version.tenant)
+    elif version.status == Status.HELD_UNRESOLVED:
+        payload = {"version_id": version.pk}
+        outbox_write(kind=HELD_MENTION, payload=payload, tenant=version.tenant)
 
 
 def after_checks_requested(version: MemoryVersion) -> None:

@@ -26,29 +26,44 @@ def entity_create(
     external_ref: str = "",
 ) -> Entity:
     with transaction.atomic(durable=True):
-        entity = Entity.objects.create(
-            tenant=principal.tenant,
-            kind=kind,
-            name=name.strip(),
-            name_normalized=name.strip().casefold(),
-            external_ref=external_ref,
+        return entity_record(
+            principal=principal, kind=kind, name=name, aliases=aliases, external_ref=external_ref
         )
-        # One alias per normalized form (the unique constraint): "Dana" and "dana" are one.
-        kept: dict[str, str] = {}
-        for alias in (a.strip() for a in aliases if a.strip()):
-            kept.setdefault(alias.casefold(), alias)
-        for normalized, alias in kept.items():
-            Alias.objects.create(
-                entity=entity, tenant=principal.tenant, alias=alias, normalized=normalized
-            )
-        audit_append(
-            tenant=principal.tenant,
-            actor=principal.name,
-            action="entity.created",
-            target_type="entity",
-            target_id=entity.pk,
-            data={"kind": kind, "aliases": len(aliases)},
+
+
+def entity_record(
+    *,
+    principal: Principal,
+    kind: str,
+    name: str,
+    aliases: Sequence[str] = (),
+    external_ref: str = "",
+) -> Entity:
+    """Create and audit in the caller's transaction: a reviewer creating the subject of a
+    held mention links it in the same one (approvals.services.memory_link_new_subject)."""
+    entity = Entity.objects.create(
+        tenant=principal.tenant,
+        kind=kind,
+        name=name.strip(),
+        name_normalized=name.strip().casefold(),
+        external_ref=external_ref,
+    )
+    # One alias per normalized form (the unique constraint): "Dana" and "dana" are one.
+    kept: dict[str, str] = {}
+    for alias in (a.strip() for a in aliases if a.strip()):
+        kept.setdefault(alias.casefold(), alias)
+    for normalized, alias in kept.items():
+        Alias.objects.create(
+            entity=entity, tenant=principal.tenant, alias=alias, normalized=normalized
         )
+    audit_append(
+        tenant=principal.tenant,
+        actor=principal.name,
+        action="entity.created",
+        target_type="entity",
+        target_id=entity.pk,
+        data={"kind": kind, "aliases": len(aliases)},
+    )
     return entity
 
 

@@ -3,6 +3,7 @@ and dashboard code turn an id from a request into an object (another tenant's â†
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -140,20 +141,76 @@ def memory_heads(principal: Principal, filters: MemoryFilters) -> QuerySet[Memor
     return versions_with_details(heads)
 
 
+# How a mention matched, strongest first: ``matched_on`` in API.md's match answer.
+MATCH_KINDS: tuple[str, ...] = ("name", "alias", "name_token", "alias_token", "alias_prefix")
+MATCH_LIMIT = 50  # candidates shown; more than one is ambiguous however many there are
+MATCH_SCAN = 1000  # rows read per table to find them
+PREFIX_MIN = 2  # "D" is no evidence of anyone: a prefix must say at least this much
+_TOKEN = re.compile(r"\w+")
+
+
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text.casefold()))
+
+
+def _how(query: str, words: tuple[str, ...], text: str, *, alias: bool) -> str | None:
+    """The strongest way ``text`` (a name or an alias) matches the normalized query."""
+    if text == query:
+        return "alias" if alias else "name"
+    tokens = set(_tokens(text))
+    if words and tokens.issuperset(words):
+        return "alias_token" if alias else "name_token"
+    if alias and len(query) >= PREFIX_MIN and text.startswith(query):
+        return "alias_prefix"
+    return None
+
+
 def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[tuple[Entity, str]]:
-    """Every entity whose name or alias equals ``name`` case-insensitively, with what matched."""
-    normalized = name.strip().casefold()
+    """Every entity whose name or alias is the mention (case-insensitive), has every word
+    of it as a whole word ("Dana" â†’ "Dana Customer"), or has an alias starting with it,
+    with the strongest way it matched. The caller decides only on exactly one; two or more
+    are ambiguous, never merged (seed 000)."""
+    query = " ".join(name.split()).casefold()
+    words = _tokens(query)
+    if not query:
+        return []
+    longest = max(words, key=len) if words else query
     entities = Entity.objects.filter(tenant=principal.tenant)
     if kind:
         entities = entities.filter(kind=kind)
-    matches: dict[str, tuple[Entity, str]] = {}
-    for entity in entities.filter(name_normalized=normalized):
-        matches[entity.pk] = (entity, "name")
-    aliases = Alias.objects.filter(tenant=principal.tenant, normalized=normalized)
-    for alias in aliases.select_related("entity"):
-        if (not kind or alias.entity.kind == kind) and alias.entity_id not in matches:
-            matches[alias.entity_id] = (alias.entity, "alias")
-    return sorted(matches.values(), key=lambda pair: pair[0].pk)
+    by_name = entities.filter(Q(name_normalized=query) | Q(name_normalized__contains=longest))
+    by_alias = Alias.objects.filter(tenant=principal.tenant).filter(
+        Q(normalized=query) | Q(normalized__contains=longest) | Q(normalized__startswith=query)
+    )
+    if kind:
+        by_alias = by_alias.filter(entity__kind=kind)
+    found: dict[str, tuple[Entity, str]] = {}
+
+    def keep(entity: Entity, how: str | None) -> None:
+        held = found.get(entity.pk)
+        if how is None:
+            return
+        if held is None or MATCH_KINDS.index(how) < MATCH_KINDS.index(held[1]):
+            found[entity.pk] = (entity, how)
+
+    for entity in by_name.order_by("pk")[:MATCH_SCAN]:
+        keep(entity, _how(query, words, " ".join(entity.name_normalized.split()), alias=False))
+    for row in by_alias.select_related("entity").order_by("entity_id")[:MATCH_SCAN]:
+        keep(row.entity, _how(query, words, " ".join(row.normalized.split()), alias=True))
+    ranked = sorted(found.values(), key=lambda pair: (MATCH_KINDS.index(pair[1]), pair[0].pk))
+    return ranked[:MATCH_LIMIT]
+
+
+def entity_list(principal: Principal, q: str = "") -> QuerySet[Entity]:
+    """The tenant's entities, optionally those whose name or an alias contains ``q``."""
+    entities = Entity.objects.filter(tenant=principal.tenant)
+    q = " ".join(q.split()).casefold()
+    if q:
+        aliased = Alias.objects.filter(tenant=principal.tenant, normalized__contains=q)
+        entities = entities.filter(
+            Q(name_normalized__contains=q) | Q(pk__in=aliased.values("entity_id"))
+        )
+    return entities.prefetch_related("aliases")
 
 
 def current_policy(tenant: Tenant) -> Policy:

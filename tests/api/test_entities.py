@@ -156,3 +156,91 @@ def test_match_needs_a_name(world):
     response = world.client("agent").post("/api/v1/entities/match", {"kind": "person"}, "json")
 
     assert_problem(response, 422, "name")
+
+
+def test_a_first_name_finds_the_customer_by_a_whole_word(world):
+    """Issue 15: "Dana" from a call is "Dana Customer"; the match says how it found her."""
+    dana = create_entity(world.client("agent"), "Dana Customer")
+
+    assert _match(world, "Dana") == {
+        "decision": "matched",
+        "candidates": [
+            {"id": dana, "kind": "customer", "name": "Dana Customer", "matched_on": "name_token"}
+        ],
+    }
+
+
+def test_the_start_of_an_alias_finds_its_entity(world):
+    agent = world.client("agent")
+    nova = create_entity(agent, "Nova Logistics GmbH", kind="company", aliases=["NovaLog"])
+
+    result = _match(world, "novalo")
+
+    assert result["decision"] == "matched"
+    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(nova, "alias_prefix")]
+
+
+def test_a_word_shared_by_two_entities_is_ambiguous_never_the_first_one(world):
+    agent = world.client("agent")
+    customer = create_entity(agent, "Dana Customer")
+    kim = create_entity(agent, "Dana Kim", aliases=["DK"])
+
+    result = _match(world, "dana")
+
+    assert result["decision"] == "ambiguous"
+    assert sorted(c["id"] for c in result["candidates"]) == sorted([customer, kim])
+    assert {c["matched_on"] for c in result["candidates"]} == {"name_token"}
+
+
+def test_an_exact_name_is_listed_before_a_word_match_and_both_count(world):
+    agent = world.client("agent")
+    word = create_entity(agent, "Nova Freight", kind="company")
+    exact = create_entity(agent, "Nova", kind="company")
+
+    result = _match(world, "NOVA")
+
+    assert result["decision"] == "ambiguous"
+    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [
+        (exact, "name"),
+        (word, "name_token"),
+    ]
+
+
+def test_part_of_a_word_or_a_one_letter_prefix_matches_nothing(world):
+    agent = world.client("agent")
+    create_entity(agent, "Dana Customer", aliases=["Dee"])
+
+    assert _match(world, "Dan")["decision"] == "none"  # not a word of the name
+    assert _match(world, "D")["decision"] == "none"  # too short to be a prefix
+
+
+def test_the_entity_list_pages_by_cursor_and_filters_by_name_or_alias(world):
+    agent = world.client("agent")
+    ids = sorted(
+        [
+            create_entity(agent, "Dana Customer"),
+            create_entity(agent, "Dana Kim", aliases=["DK"]),
+            create_entity(agent, "Nova Freight", kind="company", aliases=["NF dana desk"]),
+            create_entity(agent, "Omar Supplier", kind="supplier"),
+        ]
+    )
+    create_entity(world.client("zed"), "Dana Elsewhere")
+
+    first = agent.get("/api/v1/entities?limit=3")
+    assert first.status_code == 200, first.content
+    second = agent.get(first.json()["next"])
+    listed = [e["id"] for e in first.json()["results"] + second.json()["results"]]
+    assert listed == ids
+    assert second.json()["next"] is None
+
+    found = agent.get("/api/v1/entities", {"q": "DANA"}).json()
+    assert [e["id"] for e in found["results"]] == sorted(e["id"] for e in found["results"])
+    assert {e["name"] for e in found["results"]} == {"Dana Customer", "Dana Kim", "Nova Freight"}
+    assert next(e for e in found["results"] if e["name"] == "Dana Kim")["aliases"] == ["DK"]
+
+
+def test_the_entity_list_refuses_a_bad_limit_or_cursor(world):
+    agent = world.client("agent")
+
+    assert_problem(agent.get("/api/v1/entities?limit=0"), 422, "limit")
+    assert_problem(agent.get("/api/v1/entities", {"cursor": "é"}), 422, "cursor")

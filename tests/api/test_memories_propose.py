@@ -14,6 +14,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from core.models import Outbox
 from memory.models import MemoryVersion
 from tests.api.support import (
     Written,
@@ -577,11 +578,12 @@ def test_a_mention_is_held_without_checks_until_a_reviewer_links_it(
     world, ev, django_capture_on_commit_callbacks
 ):
     body = _without(preference_body(ev.dana, ev.message, subject_mention="D. Kim"), "subject")
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+    with django_capture_on_commit_callbacks(execute=True):
         response = world.client("agent").post("/api/v1/memories", body, "json")
 
     memory = response.json()
-    assert callbacks == []
+    # No checks: only the reviewers are told it needs a subject (issue 15).
+    assert list(Outbox.objects.values_list("kind", flat=True)) == ["notify.held_mention"]
     assert memory["status"] == "held_unresolved"
     assert memory["subject"] is None
     assert memory["subject_mention"] == "D. Kim"

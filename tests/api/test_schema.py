@@ -20,6 +20,7 @@ CONTRACT = [
     ("post", "/api/v1/sources/{}/revoke"),
     ("post", "/api/v1/sources/{}/visibility"),
     ("post", "/api/v1/entities"),
+    ("get", "/api/v1/entities"),
     ("get", "/api/v1/entities/{}"),
     ("post", "/api/v1/entities/{}/aliases"),
     ("post", "/api/v1/entities/match"),
@@ -242,3 +243,19 @@ def test_a_response_that_breaks_the_schema_is_caught_by_the_checker():
 
     assert wrong is not None and "is not of type 'array'" in wrong
     assert undocumented is not None and "418 is not documented" in undocumented
+
+
+def test_the_entity_list_and_match_are_typed(schema):
+    listing = schema["paths"]["/api/v1/entities"]["get"]
+    assert {p["name"] for p in listing["parameters"]} >= {"q", "limit", "cursor"}
+    page = listing["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert page.endswith("/EntityPageOut")
+    matched_on = schema["components"]["schemas"]["MatchCandidateOut"]["properties"]["matched_on"]
+    assert matched_on["allOf"] == [{"$ref": "#/components/schemas/MatchedOnEnum"}]
+    assert schema["components"]["schemas"]["MatchedOnEnum"]["enum"] == [
+        "name",
+        "alias",
+        "name_token",
+        "alias_token",
+        "alias_prefix",
+    ]

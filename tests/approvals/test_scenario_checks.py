@@ -177,6 +177,7 @@ def test_a_changed_winner_is_reported_as_impact_and_does_not_fail(flow: Flow):
             "context": {"project": "P-9"},
             "before": f"{old['id']} v1 (only applicable fact)",
             "after": f"{new['id']} v1 (verified_record outranks confirmed ({old['id']}))",
+            "outranked": [f"{old['id']} v1"],
         }
     ]
     assert flow.resolved_ids({"project": "P-9"}) == [new["id"]]

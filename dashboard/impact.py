@@ -1,0 +1,270 @@
+"""What the item page shows of other memories: the Impact box (per context, what agents
+are told now and after activation) and the memories a check names. Values and statements
+are shown only to a reviewer who may see them (``core.authority.labels_visible``); the
+stored checks carry ids alone."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from approvals.checking import impact_now
+from approvals.checks import ContextImpact
+from core.authority import labels_visible, version_visible
+from core.principals import Principal
+from memory.models import MemoryVersion, Source, Status
+from memory.resolver import Candidate
+
+# Statuses whose impact means something: still to be activated, or in use now.
+SHOWN_FOR = frozenset({Status.PENDING_REVIEW, Status.CHECKING, Status.CHECKS_FAILED, Status.ACTIVE})
+ABSTAINS = {
+    "conflict": "no answer: equally ranked memories give different values (a conflict)",
+    "no_applicable_fact": "nothing: no memory of this field applies here",
+    "not_valid_at_time": "nothing: the memory here is not valid at this time",
+}
+VERSION_REF = re.compile(r"\b(mem_[0-9a-z]+)(?: v(\d+))?")
+
+
+@dataclass(frozen=True)
+class Told:
+    """One answer as a reviewer reads it."""
+
+    memory_id: str | None = None
+    number: int | None = None
+    kind: str = ""
+    value: str = ""
+    statement: str = ""
+    sources: tuple[str, ...] = ()
+    reason: str = ""
+    hidden: bool = False
+    is_this: bool = False
+
+
+@dataclass(frozen=True)
+class ImpactRow:
+    context: dict[str, str]
+    own_scope: bool
+    before: Told
+    after: Told
+    outranked: tuple[Told, ...]
+    changed: bool
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _source_names(candidates: Iterable[Candidate], tenant_id: int) -> dict[str, str]:
+    """``src_…`` → "approval_record APR-2291 v3" for every cited source, in one query."""
+    wanted = {pk for c in candidates for pk in c.source_ids}
+    rows = Source.objects.filter(tenant_id=tenant_id, pk__in=wanted).only(
+        "pk", "kind", "external_ref", "version"
+    )
+    names = {}
+    for source in rows:
+        ref = f" {source.external_ref}" if source.external_ref else ""
+        number = f" v{source.version}" if source.external_ref and source.version else ""
+        names[source.pk] = f"{source.kind}{ref}{number}"
+    return names
+
+
+def _told(
+    candidate: Candidate | None,
+    reason: str,
+    principal: Principal,
+    version: MemoryVersion,
+    sources: dict[str, str],
+) -> Told:
+    if candidate is None:
+        return Told(reason=ABSTAINS.get(reason, reason))
+    if not labels_visible(candidate.visibility, principal):
+        return Told(hidden=True, reason=reason)
+    return Told(
+        memory_id=candidate.memory_id,
+        number=candidate.version,
+        kind=candidate.kind,
+        value=_value(candidate.value),
+        statement=candidate.statement,
+        sources=tuple(sources.get(pk, "a source") for pk in candidate.source_ids),
+        reason=reason,
+        is_this=(candidate.memory_id, candidate.version) == (version.item_id, version.number),
+    )
+
+
+def impact_rows(principal: Principal, version: MemoryVersion) -> list[ImpactRow] | None:
+    """None when impact means nothing for this version (held, decided, over)."""
+    if version.status not in SHOWN_FOR or version.subject_id is None:
+        return None
+    found: list[ContextImpact] = impact_now(version)
+    everyone = [c for i in found for c in (i.before, i.after, *i.outranked) if c is not None]
+    sources = _source_names(everyone, version.tenant_id)
+    rows = []
+    for entry in found:
+        rows.append(
+            ImpactRow(
+                context=entry.context,
+                own_scope=entry.own_scope,
+                before=_told(entry.before, entry.before_reason, principal, version, sources),
+                after=_told(entry.after, entry.after_reason, principal, version, sources),
+                outranked=tuple(
+                    _told(c, "outranked", principal, version, sources) for c in entry.outranked
+                ),
+                changed=entry.changed,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A memory a check's detail names, as a reviewer may read it."""
+
+    memory_id: str
+    number: int | None
+    statement: str = ""
+    value: str = ""
+    kind: str = ""
+    hidden: bool = False
+    is_this: bool = False
+
+
+def mentioned(
+    principal: Principal, version: MemoryVersion, texts: Iterable[str]
+) -> dict[str, Mention]:
+    """Every ``mem_… vN`` the texts name, resolved to its statement and value in one
+    query; one the reviewer may not see is marked hidden (its content stays out)."""
+    refs = {
+        (m.group(1), int(m.group(2) or 0)) for text in texts for m in VERSION_REF.finditer(text)
+    }
+    if not refs:
+        return {}
+    rows = MemoryVersion.objects.filter(
+        tenant_id=version.tenant_id, item_id__in={item for item, _ in refs}
+    ).only("item_id", "number", "statement", "value", "kind", "required_visibility")
+    by_key = {(v.item_id, v.number): v for v in rows}
+    heads: dict[str, MemoryVersion] = {}
+    for v in by_key.values():
+        if v.item_id not in heads or v.number > heads[v.item_id].number:
+            heads[v.item_id] = v
+    found = {}
+    for item_id, number in refs:
+        row = by_key.get((item_id, number)) or heads.get(item_id)
+        key = f"{item_id} v{number}" if number else item_id
+        if row is None:
+            continue
+        if not version_visible(row, principal):
+            found[key] = Mention(item_id, number or None, hidden=True)
+            continue
+        found[key] = Mention(
+            memory_id=item_id,
+            number=row.number,
+            statement=row.statement,
+            value=_value(row.value),
+            kind=row.kind,
+            is_this=(item_id, row.number) == (version.item_id, version.number),
+        )
+    return found
+
+
+def _why(result: Any) -> str:
+    """One sentence: why this check failed, and what the reviewer or owner can do."""
+    scenario = result.scenario
+    name = str(scenario.get("name", ""))
+    kind = scenario.get("kind")
+    if kind == "regression":
+        return (
+            "Activating it would leave two equally ranked memories with different values "
+            "in that context, so agents would get no answer there: the owner can narrow the "
+            "scope or correct the value, or a reviewer can retire the other memory, then run "
+            "the checks again."
+        )
+    if name == "applicable: its own scope":
+        return (
+            "Agents asking in its own scope would not be given it (a stronger memory wins "
+            "there, or it is not valid now): the owner can correct its scope or validity, "
+            "or a reviewer can retire the memory that outranks it."
+        )
+    if name.startswith("inapplicable: ") and name.endswith("moved to a sibling"):
+        return (
+            "It would also answer where that dimension has another value, so its scope is "
+            "wider than it claims: the owner can correct the scope; reviewers should not "
+            "approve it as it is."
+        )
+    if name in ("inapplicable: another subject", "inapplicable: another tenant"):
+        return (
+            "It reached another subject or tenant, which is a defect of the candidate "
+            "query, not of this item: report it to the operators and do not activate it."
+        )
+    if name == "inapplicable: outside its validity":
+        return (
+            "It would answer outside its valid time: the owner can correct valid_from or "
+            "valid_to in a new version."
+        )
+    if kind == "revoked":
+        return (
+            "Withdrawing its basis would not cleanly withdraw it (another item cites the "
+            "same record, or it stays in use): a reviewer can check the other item citing "
+            "the record; the owner can cite the record this claim alone rests on."
+        )
+    if kind == "visibility":
+        return (
+            "A principal without its labels would be given it, because the labels of a "
+            "source changed: run the checks again; if it still fails, ask whoever changed "
+            "the source's visibility."
+        )
+    expect = "apply" if scenario.get("expect") == "applies" else "not apply"
+    return (
+        f"A scenario added from a real case says it must {expect} in this context and it "
+        "does not: the owner can correct its scope or validity in a new version, or, if the "
+        "scenario is wrong, a reviewer can reject this version and discuss it with the author."
+    )
+
+
+@dataclass(frozen=True)
+class CheckView:
+    result: Any
+    why: str
+    parts: tuple[tuple[str, Mention | None], ...]
+    other: Mention | None
+
+
+def _parts(text: str, found: dict[str, Mention]) -> tuple[tuple[str, Mention | None], ...]:
+    """The detail as text and the memories it names, so each renders as a link with its
+    statement instead of a bare id."""
+    parts: list[tuple[str, Mention | None]] = []
+    at = 0
+    for match in VERSION_REF.finditer(text):
+        key = match.group(0)
+        mention = found.get(key)
+        if mention is None:
+            continue
+        parts.append((text[at : match.start()], None))
+        parts.append((key, mention))
+        at = match.end()
+    parts.append((text[at:], None))
+    return tuple(p for p in parts if p[0])
+
+
+def check_views(
+    principal: Principal, version: MemoryVersion, results: Iterable[Any]
+) -> list[CheckView]:
+    results = list(results)
+    texts = [r.detail for r in results] + [
+        str(r.scenario.get("regression_of")) for r in results if r.scenario.get("regression_of")
+    ]
+    found = mentioned(principal, version, texts)
+    views = []
+    for r in results:
+        other_id = r.scenario.get("regression_of")
+        views.append(
+            CheckView(
+                result=r,
+                why=_why(r) if r.outcome == "failed" else "",
+                parts=_parts(r.detail, found),
+                other=found.get(str(other_id)) if other_id else None,
+            )
+        )
+    return views
