@@ -26,10 +26,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
+
 from audit.chain import digest
 from core.models import ScopeValue
 from memory import resolver, rules
-from memory.candidates import CandidateRequest, load_candidates
+from memory.candidates import CandidatePool, CandidateRequest, load_candidates
 from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
 from memory.serializers import iso
@@ -263,6 +265,7 @@ def _ask(
     now: datetime,
     *,
     with_version: bool,
+    pool: CandidatePool | None = None,
 ) -> resolver.Resolution:
     """``with_version``: as if the version were active (and its lineage's older versions
     over, except under a revoked basis, where the predecessor is the fallback); without
@@ -294,7 +297,7 @@ def _ask(
         labels=labels,
         fields=(version.field,),
     )
-    candidates = load_candidates(request)
+    candidates = pool.candidates(request) if pool is not None else load_candidates(request)
     if with_version:
         verification = verification_when_active(version)
         candidates = [
@@ -344,19 +347,32 @@ def _summary(resolution: resolver.Resolution) -> str:
     return "; ".join(parts) or "nothing"
 
 
+def pool_for(version: MemoryVersion) -> CandidatePool | None:
+    """The version's subject and field read once for all its scenarios (PostgreSQL; on
+    SQLite each scenario runs the ORM's query). The scenarios about another subject or
+    another tenant still run the query itself: they test its filters."""
+    if connection.vendor != "postgresql" or version.subject_id is None:
+        return None
+    return CandidatePool.load(version.tenant_id, str(version.subject_id), (version.field,))
+
+
 def evaluate(
-    version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
+    version: MemoryVersion,
+    spec: Spec,
+    policy: resolver.Policy,
+    now: datetime,
+    pool: CandidatePool | None = None,
 ) -> ScenarioOutcome:
-    after = _ask(version, spec, policy, now, with_version=True)
+    after = _ask(version, spec, policy, now, with_version=True, pool=pool)
     if spec.expect == "no_new_conflict":
-        return _regression(version, spec, policy, now, after)
+        return _regression(version, spec, policy, now, after, pool)
     selected = _selected(after, version)
     wanted = spec.expect == "applies"
     passed = selected == wanted
     verdict = "selected" if selected else "not selected"
     detail = f"{verdict} (expected {'applies' if wanted else 'does not apply'}): {_summary(after)}"
     if passed and spec.revoke_basis:
-        before = _ask(version, spec, policy, now, with_version=False)
+        before = _ask(version, spec, policy, now, with_version=False, pool=pool)
         if _winner(before) != _winner(after):
             return ScenarioOutcome(
                 spec,
@@ -374,8 +390,9 @@ def _regression(
     policy: resolver.Policy,
     now: datetime,
     after: resolver.Resolution,
+    pool: CandidatePool | None,
 ) -> ScenarioOutcome:
-    before = _ask(version, spec, policy, now, with_version=False)
+    before = _ask(version, spec, policy, now, with_version=False, pool=pool)
     new_conflict = any(a.reason == "conflict" for a in after.abstentions) and not any(
         a.reason == "conflict" for a in before.abstentions
     )
@@ -395,4 +412,5 @@ def run_all(
     version: MemoryVersion, policy: resolver.Policy, now: datetime
 ) -> list[ScenarioOutcome]:
     specs = [*generated_specs(version, now), *custom_specs(version, now)]
-    return [evaluate(version, spec, policy, now) for spec in specs]
+    pool = pool_for(version)
+    return [evaluate(version, spec, policy, now, pool) for spec in specs]
