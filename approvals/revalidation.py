@@ -149,12 +149,15 @@ def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
 def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
-    The versions are evaluated one by one (reads only), then their results, audit events
+    The versions are evaluated one by one (reads only), and their results, audit events
     and counts commit together under the job's lock: one transaction, one bulk upsert and
-    one chained audit append per chunk instead of a transaction per version. Whatever was
-    evaluated before an error is still committed; a chunk redelivered after a crash skips
-    exactly the versions already counted."""
-    job = Revalidation.objects.get(pk=job_id)
+    one chained audit append for the chunk instead of a transaction per version. A failure
+    that suspends its item commits at once, with what was evaluated before it, so the
+    versions after it are checked without it, as one-by-one commits would check them.
+    Whatever was evaluated before an error is still committed; a chunk redelivered after
+    a crash skips exactly the versions already counted."""
+    job = Revalidation.objects.select_related("tenant").get(pk=job_id)
+    suspends = job.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND
     done = _rechecked_ids(job, version_ids)
     versions = MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant")
     evaluated: list[checking.Checked] = []
@@ -162,7 +165,11 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
         for version in versions.order_by("pk"):
             if version.pk in done:
                 continue
-            evaluated.append((version, *checking.evaluate_current(version)))
+            checked = (version, *checking.evaluate_current(version))
+            evaluated.append(checked)
+            if suspends and not all(outcome.passed for outcome in checked[3]):
+                batch, evaluated = evaluated, []
+                _record_and_count(job_id, batch)
     finally:
         if evaluated:
             _record_and_count(job_id, evaluated)
