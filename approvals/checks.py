@@ -21,7 +21,9 @@ generated:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -115,8 +117,41 @@ def _context_for(scope: dict[str, str]) -> dict[str, str]:
     return {} if scope == TENANT_WIDE else dict(scope)
 
 
+# Answers about the tenant that every version of a revalidation chunk asks alike (another
+# scope value, another subject), remembered for the chunk only (``tenant_lookups``).
+_lookups: ContextVar[dict[tuple[Any, ...], str] | None] = ContextVar("lookups", default=None)
+
+
+@contextmanager
+def tenant_lookups() -> Iterator[None]:
+    """Within the block, the sibling value and the other subject are read once per
+    (tenant, dimension, value) and (tenant, subject, field): a revalidation chunk checks
+    many versions of the same tenant, against data the chunk does not change."""
+    token = _lookups.set({})
+    try:
+        yield
+    finally:
+        _lookups.reset(token)
+
+
+def _remembered(key: tuple[Any, ...], read: Callable[[], str]) -> str:
+    memo = _lookups.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def _sibling(version: MemoryVersion, dimension: str, value: str) -> str:
     """A real other value seen in the tenant when one exists, else a made-up one."""
+    return _remembered(
+        ("sibling", version.tenant_id, dimension, value),
+        lambda: _read_sibling(version, dimension, value),
+    )
+
+
+def _read_sibling(version: MemoryVersion, dimension: str, value: str) -> str:
     other = (
         ScopeValue.objects.filter(tenant_id=version.tenant_id, dimension=dimension)
         .exclude(value=value)
@@ -186,6 +221,13 @@ def generated_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
 def _other_subject(version: MemoryVersion) -> str:
     """A real other subject of the tenant, preferring one with memories of the same field
     (so the query has rows to mix the version into); a made-up id when none exists."""
+    return _remembered(
+        ("other_subject", version.tenant_id, version.subject_id, version.field),
+        lambda: _read_other_subject(version),
+    )
+
+
+def _read_other_subject(version: MemoryVersion) -> str:
     others = Entity.objects.filter(tenant_id=version.tenant_id).exclude(pk=version.subject_id)
     with_field = others.filter(memory_items__field=version.field).order_by("pk")
     found = with_field.values_list("pk", flat=True).first() or (

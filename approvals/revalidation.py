@@ -17,7 +17,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from approvals import checking
+from approvals import checking, checks
 from approvals.checking import ACTOR
 from approvals.models import CheckResult, Revalidation
 from audit.services import audit_append
@@ -161,18 +161,19 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     done = _rechecked_ids(job, version_ids)
     versions = MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant")
     evaluated: list[checking.Checked] = []
-    try:
-        for version in versions.order_by("pk"):
-            if version.pk in done:
-                continue
-            checked = (version, *checking.evaluate_current(version))
-            evaluated.append(checked)
-            if suspends and not all(outcome.passed for outcome in checked[3]):
-                batch, evaluated = evaluated, []
-                _record_and_count(job_id, batch)
-    finally:
-        if evaluated:
-            _record_and_count(job_id, evaluated)
+    with checks.tenant_lookups():
+        try:
+            for version in versions.order_by("pk"):
+                if version.pk in done:
+                    continue
+                checked = (version, *checking.evaluate_current(version))
+                evaluated.append(checked)
+                if suspends and not all(outcome.passed for outcome in checked[3]):
+                    batch, evaluated = evaluated, []
+                    _record_and_count(job_id, batch)
+        finally:
+            if evaluated:
+                _record_and_count(job_id, evaluated)
 
 
 def _rechecked_ids(job: Revalidation, version_ids: list[int]) -> set[int]:

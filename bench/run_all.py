@@ -70,7 +70,8 @@ def _newest(prefix: str, since: float) -> dict[str, Any] | None:
     found = [p for p in RESULTS.glob(f"{prefix}-*.json") if p.stat().st_mtime >= since]
     if not found:
         return None
-    return json.loads(max(found, key=lambda p: p.stat().st_mtime).read_text())
+    report: dict[str, Any] = json.loads(max(found, key=lambda p: p.stat().st_mtime).read_text())
+    return report
 
 
 def _line(
