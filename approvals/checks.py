@@ -21,15 +21,19 @@ generated:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
+
 from audit.chain import digest
 from core.models import ScopeValue
 from memory import resolver, rules
-from memory.candidates import CandidateRequest, load_candidates
+from memory.candidates import CandidatePool, CandidateRequest, load_candidates
 from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
 from memory.serializers import iso
@@ -116,8 +120,41 @@ def _context_for(scope: dict[str, str]) -> dict[str, str]:
     return {} if scope == TENANT_WIDE else dict(scope)
 
 
+# Answers about the tenant that every version of a revalidation chunk asks alike (another
+# scope value, another subject), remembered for the chunk only (``tenant_lookups``).
+_lookups: ContextVar[dict[tuple[Any, ...], str] | None] = ContextVar("lookups", default=None)
+
+
+@contextmanager
+def tenant_lookups() -> Iterator[None]:
+    """Within the block, the sibling value and the other subject are read once per
+    (tenant, dimension, value) and (tenant, subject, field): a revalidation chunk checks
+    many versions of the same tenant, against data the chunk does not change."""
+    token = _lookups.set({})
+    try:
+        yield
+    finally:
+        _lookups.reset(token)
+
+
+def _remembered(key: tuple[Any, ...], read: Callable[[], str]) -> str:
+    memo = _lookups.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def _sibling(version: MemoryVersion, dimension: str, value: str) -> str:
     """A real other value seen in the tenant when one exists, else a made-up one."""
+    return _remembered(
+        ("sibling", version.tenant_id, dimension, value),
+        lambda: _read_sibling(version, dimension, value),
+    )
+
+
+def _read_sibling(version: MemoryVersion, dimension: str, value: str) -> str:
     other = (
         ScopeValue.objects.filter(tenant_id=version.tenant_id, dimension=dimension)
         .exclude(value=value)
@@ -194,6 +231,13 @@ def generated_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
 def _other_subject(version: MemoryVersion) -> str:
     """A real other subject of the tenant, preferring one with memories of the same field
     (so the query has rows to mix the version into); a made-up id when none exists."""
+    return _remembered(
+        ("other_subject", version.tenant_id, version.subject_id, version.field),
+        lambda: _read_other_subject(version),
+    )
+
+
+def _read_other_subject(version: MemoryVersion) -> str:
     others = Entity.objects.filter(tenant_id=version.tenant_id).exclude(pk=version.subject_id)
     with_field = others.filter(memory_items__field=version.field).order_by("pk")
     found = with_field.values_list("pk", flat=True).first() or (
@@ -274,6 +318,7 @@ def _answer(
     now: datetime,
     *,
     with_version: bool,
+    pool: CandidatePool | None = None,
 ) -> tuple[resolver.Resolution, list[resolver.Candidate]]:
     """``with_version``: as if the version were active (and its lineage's older versions
     over, except under a revoked basis, where the predecessor is the fallback); without
@@ -307,7 +352,7 @@ def _answer(
         fields=(version.field,),
         explain=True,
     )
-    candidates = load_candidates(request)
+    candidates = pool.candidates(request) if pool is not None else load_candidates(request)
     if with_version:
         verification = verification_when_active(version)
         candidates = [
@@ -324,8 +369,9 @@ def _ask(
     now: datetime,
     *,
     with_version: bool,
+    pool: CandidatePool | None = None,
 ) -> resolver.Resolution:
-    return _answer(version, spec, policy, now, with_version=with_version)[0]
+    return _answer(version, spec, policy, now, with_version=with_version, pool=pool)[0]
 
 
 def verification_when_active(version: MemoryVersion) -> str:
@@ -368,23 +414,36 @@ def _summary(resolution: resolver.Resolution) -> str:
     return "; ".join(parts) or "nothing"
 
 
+def pool_for(version: MemoryVersion) -> CandidatePool | None:
+    """The version's subject and field read once for all its scenarios (PostgreSQL; on
+    SQLite each scenario runs the ORM's query). The scenarios about another subject or
+    another tenant still run the query itself: they test its filters."""
+    if connection.vendor != "postgresql" or version.subject_id is None:
+        return None
+    return CandidatePool.load(version.tenant_id, str(version.subject_id), (version.field,))
+
+
 def evaluate(
-    version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
+    version: MemoryVersion,
+    spec: Spec,
+    policy: resolver.Policy,
+    now: datetime,
+    pool: CandidatePool | None = None,
 ) -> ScenarioOutcome:
     if spec.expect == "no_new_conflict":
-        return _regression(version, spec, policy, now)
+        return _regression(version, spec, policy, now, pool)
     if spec.reports_impact:
-        change, _, after = compare(version, spec, policy, now)
+        change, _, after = compare(version, spec, policy, now, pool)
         changes = [change.as_dict()] if change.changed else []
     else:
-        after, changes = _ask(version, spec, policy, now, with_version=True), []
+        after, changes = _ask(version, spec, policy, now, with_version=True, pool=pool), []
     selected = _selected(after, version)
     wanted = spec.expect == "applies"
     passed = selected == wanted
     verdict = "selected" if selected else "not selected"
     detail = f"{verdict} (expected {'applies' if wanted else 'does not apply'}): {_summary(after)}"
     if passed and spec.revoke_basis:
-        before = _ask(version, spec, policy, now, with_version=False)
+        before = _ask(version, spec, policy, now, with_version=False, pool=pool)
         if _winner(before) != _winner(after):
             return ScenarioOutcome(
                 spec,
@@ -448,11 +507,15 @@ def _answer_of(
 
 
 def compare(
-    version: MemoryVersion, spec: Spec, policy: resolver.Policy, now: datetime
+    version: MemoryVersion,
+    spec: Spec,
+    policy: resolver.Policy,
+    now: datetime,
+    pool: CandidatePool | None = None,
 ) -> tuple[ContextImpact, resolver.Resolution, resolver.Resolution]:
     """Ask the spec's question without the version and with it (as if active)."""
-    before, _ = _answer(version, spec, policy, now, with_version=False)
-    after, candidates = _answer(version, spec, policy, now, with_version=True)
+    before, _ = _answer(version, spec, policy, now, with_version=False, pool=pool)
+    after, candidates = _answer(version, spec, policy, now, with_version=True, pool=pool)
     selected_before = {
         (c.memory_id, c.version) for c in before.considered if c.outcome == "selected"
     }
@@ -482,6 +545,7 @@ def impact(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> li
     active item of its subject and field): what agents are told now and after activation."""
     seen: set[str] = set()
     found = []
+    pool = pool_for(version)
     for spec in generated_specs(version, now):
         if not spec.reports_impact:
             continue
@@ -489,7 +553,7 @@ def impact(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> li
         if key in seen:
             continue
         seen.add(key)
-        found.append(compare(version, spec, policy, now)[0])
+        found.append(compare(version, spec, policy, now, pool)[0])
     return found
 
 
@@ -498,8 +562,9 @@ def _regression(
     spec: Spec,
     policy: resolver.Policy,
     now: datetime,
+    pool: CandidatePool | None = None,
 ) -> ScenarioOutcome:
-    change, before, after = compare(version, spec, policy, now)
+    change, before, after = compare(version, spec, policy, now, pool)
     new_conflict = any(a.reason == "conflict" for a in after.abstentions) and not any(
         a.reason == "conflict" for a in before.abstentions
     )
@@ -515,4 +580,5 @@ def run_all(
     version: MemoryVersion, policy: resolver.Policy, now: datetime
 ) -> list[ScenarioOutcome]:
     specs = [*generated_specs(version, now), *custom_specs(version, now)]
-    return [evaluate(version, spec, policy, now) for spec in specs]
+    pool = pool_for(version)
+    return [evaluate(version, spec, policy, now, pool) for spec in specs]

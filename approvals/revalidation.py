@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from celery import current_app
@@ -152,21 +152,41 @@ def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
 def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
-    Each version's results and its count commit together under the job's lock, so a
-    chunk redelivered after a crash skips exactly the versions already counted."""
-    job = Revalidation.objects.get(pk=job_id)
+    The versions are evaluated one by one (reads only), and their results, audit events
+    and counts commit together under the job's lock: one transaction, one bulk upsert and
+    one chained audit append for the chunk instead of a transaction per version. A failure
+    that suspends its item commits at once, with what was evaluated before it, so the
+    versions after it are checked without it, as one-by-one commits would check them.
+    Whatever was evaluated before an error is still committed; a chunk redelivered after
+    a crash skips exactly the versions already counted."""
+    job = Revalidation.objects.select_related("tenant").get(pk=job_id)
+    suspends = job.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND
+    done = _rechecked_ids(job, version_ids)
     versions = MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant")
-    for version in versions.order_by("pk"):
-        if _rechecked(job, version):
-            continue
-        policy_version, now, outcomes = checking.evaluate_current(version)
-        _record_and_count(job_id, version, policy_version, now, outcomes)
+    evaluated: list[checking.Checked] = []
+    with checks.tenant_lookups():
+        try:
+            for version in versions.order_by("pk"):
+                if version.pk in done:
+                    continue
+                checked = (version, *checking.evaluate_current(version))
+                evaluated.append(checked)
+                if suspends and not all(outcome.passed for outcome in checked[3]):
+                    batch, evaluated = evaluated, []
+                    _record_and_count(job_id, batch)
+        finally:
+            if evaluated:
+                _record_and_count(job_id, evaluated)
 
 
-def _rechecked(job: Revalidation, version: MemoryVersion) -> bool:
-    return CheckResult.objects.filter(
-        version=version, run=CheckResult.Run.REVALIDATION, ran_at__gte=job.started_at
-    ).exists()
+def _rechecked_ids(job: Revalidation, version_ids: list[int]) -> set[int]:
+    return set(
+        CheckResult.objects.filter(
+            version_id__in=version_ids,
+            run=CheckResult.Run.REVALIDATION,
+            ran_at__gte=job.started_at,
+        ).values_list("version_id", flat=True)
+    )
 
 
 def _suspend(job: Revalidation, version: MemoryVersion, results: list[CheckResult]) -> bool:
@@ -231,36 +251,32 @@ def _announce_finished(job: Revalidation) -> None:
     )
 
 
-def _record_and_count(
-    job_id: str,
-    version: MemoryVersion,
-    policy_version: str,
-    now: datetime,
-    outcomes: list[checks.ScenarioOutcome],
-) -> None:
+def _record_and_count(job_id: str, evaluated: list[checking.Checked]) -> None:
     with transaction.atomic(durable=True):
         job = (
             Revalidation.objects.select_for_update(of=("self",), no_key=True)
             .select_related("tenant")
             .get(pk=job_id)
         )
-        if _rechecked(job, version):
-            return  # a concurrent delivery of the same chunk counted it
-        results = checking.record_results(
-            version, CheckResult.Run.REVALIDATION, policy_version, now, outcomes
-        )
-        failed = any(r.outcome == "failed" for r in results)
-        job.done += 1
+        # A concurrent delivery of the same chunk may have counted some meanwhile.
+        counted = _rechecked_ids(job, [version.pk for version, *_ in evaluated])
+        fresh = [e for e in evaluated if e[0].pk not in counted]
+        recorded = checking.record_many(fresh, CheckResult.Run.REVALIDATION)
+        failing: list[str] = []
+        for (version, *_), results in zip(fresh, recorded, strict=True):
+            if any(r.outcome == "failed" for r in results):
+                failing.append(version.item_id)
+                _suspend(job, version, results)
+        job.done += len(fresh)
         job.progress_at = timezone.now()
-        if failed:
-            job.failed += 1
-            job.flagged = sorted({*job.flagged, version.item_id})
-            _suspend(job, version, results)
+        if failing:
+            job.failed += len(failing)
+            job.flagged = sorted({*job.flagged, *failing})
         _finish_if_done(job)
         job.save()
-        if failed:
+        if failing:
             outbox_write(
                 kind=REVALIDATION_FAILURES,
-                payload={"job_id": job.pk, "item_ids": [version.item_id]},
+                payload={"job_id": job.pk, "item_ids": failing},
                 tenant=job.tenant,
             )

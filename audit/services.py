@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -24,88 +24,82 @@ def audit_append(
 ) -> AuditEvent:
     """Append one event to the tenant's chain; the caller's transaction makes it atomic
     with the change it records, and the locked chain head serializes appends per tenant."""
+    return audit_append_many(
+        tenant=tenant,
+        events=[
+            AuditEntry(
+                actor=actor,
+                action=action,
+                target_type=target_type,
+                target_id=target_id,
+                data=data or {},
+            )
+        ],
+    )[0]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    actor: str
+    action: str
+    target_type: str
+    target_id: str
+    data: dict[str, Any]
+
+
+def audit_append_many(*, tenant: Tenant, events: list[AuditEntry]) -> list[AuditEvent]:
+    """Append several events in order, chained as the same number of ``audit_append``
+    calls would chain them, with one head lock, batched inserts and one head update (a
+    revalidation chunk records one event per item, an erasure thousands)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_append must run inside the transaction of the change")
-    head = _locked_chain_head(tenant)
-    at = timezone.now()
-    seq = head.last_seq + 1
-    payload = data or {}
-    digest = event_hash(
-        prev_hash=head.last_hash,
-        seq=seq,
-        at=at,
-        actor=actor,
-        action=action,
-        target_type=target_type,
-        target_id=target_id,
-        data=payload,
-    )
-    event = AuditEvent.objects.create(
-        tenant=tenant,
-        seq=seq,
-        at=at,
-        actor=actor,
-        action=action,
-        target_type=target_type,
-        target_id=target_id,
-        data=payload,
-        prev_hash=head.last_hash,
-        hash=digest,
-    )
-    head.last_seq = seq
-    head.last_hash = event.hash
-    head.save(update_fields=["last_seq", "last_hash"])
-    return event
-
-
-def audit_append_many(
-    *,
-    tenant: Tenant,
-    actor: str,
-    events: Sequence[tuple[str, str, str, dict[str, Any]]],
-) -> int:
-    """Append ``(action, target_type, target_id, data)`` events in order, chained exactly
-    as ``audit_append`` would one by one, with the head locked and written once and the
-    rows inserted in batches: a change of thousands of rows (an erasure) stays fast."""
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("audit_append_many must run inside the transaction of the change")
     if not events:
-        return 0
+        return []
     head = _locked_chain_head(tenant)
-    at = timezone.now()
-    seq, prev = head.last_seq, head.last_hash
     rows = []
-    for action, target_type, target_id, data in events:
+    seq, prev = head.last_seq, head.last_hash
+    for entry in events:
+        at = timezone.now()
         seq += 1
         digest = event_hash(
             prev_hash=prev,
             seq=seq,
             at=at,
-            actor=actor,
-            action=action,
-            target_type=target_type,
-            target_id=target_id,
-            data=data,
+            actor=entry.actor,
+            action=entry.action,
+            target_type=entry.target_type,
+            target_id=entry.target_id,
+            data=entry.data,
         )
         rows.append(
             AuditEvent(
                 tenant=tenant,
                 seq=seq,
                 at=at,
-                actor=actor,
-                action=action,
-                target_type=target_type,
-                target_id=target_id,
-                data=data,
+                actor=entry.actor,
+                action=entry.action,
+                target_type=entry.target_type,
+                target_id=entry.target_id,
+                data=entry.data,
                 prev_hash=prev,
                 hash=digest,
             )
         )
         prev = digest
-    AuditEvent.objects.bulk_create(rows, batch_size=1000)
-    head.last_seq, head.last_hash = seq, prev
+    created = (
+        AuditEvent.objects.bulk_create(rows, batch_size=1000)
+        if len(rows) > 1
+        else [_create(rows[0])]
+    )
+    head.last_seq = seq
+    head.last_hash = prev
     head.save(update_fields=["last_seq", "last_hash"])
-    return len(rows)
+    return created
+
+
+def _create(event: AuditEvent) -> AuditEvent:
+    event.save(force_insert=True)
+    return event
 
 
 def _locked_chain_head(tenant: Tenant) -> AuditChainHead:

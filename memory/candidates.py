@@ -173,10 +173,207 @@ def to_candidate(row: Any, known_at: datetime, include: int | None) -> resolver.
     )
 
 
+def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
+    """The statement ``candidate_queryset`` compiles to on PostgreSQL, written out: the
+    ORM spent longer building and decoding it (about 3 ms a resolve) than PostgreSQL
+    spends running it (0.15 ms). Same filters, same columns, same order of columns; the
+    property tests in tests/resolve compare both on random requests."""
+    params: list[Any] = [request.known_at, request.known_at]
+    in_use = 'v."activated_at" <= %s AND (v."deactivated_at" IS NULL OR v."deactivated_at" > %s)'
+    if request.exclude_item:
+        in_use += ' AND v."item_id" <> %s'
+        params.append(request.exclude_item)
+    if request.exclude_version is not None:
+        in_use += ' AND v."id" <> %s'
+        params.append(request.exclude_version)
+    where = f"(({in_use})"
+    if request.include is not None:
+        where += ' OR v."id" = %s'
+        params.append(request.include)
+    where += ') AND v."tenant_id" = %s AND v."subject_id" = %s'
+    params += [request.tenant_id, request.subject_id]
+    if request.fields:
+        where += ' AND v."field" = ANY(%s)'
+        params.append(list(request.fields))
+    if request.prefilter:
+        where += ' AND (v."scope" <@ %s::jsonb OR v."scope" = \'{"tenant": "*"}\'::jsonb)'
+        params.append(json.dumps(dict(request.context)))
+    if request.revoked_sources:
+        hit = (
+            'EXISTS (SELECT 1 FROM "memory_memoryversion_sources" s '
+            'WHERE s."memoryversion_id" = v."id" AND s."source_id" = ANY(%s))'
+        )
+        params.append(list(request.revoked_sources))
+        if request.revocation_spares_item:
+            spared = 'v."item_id" <> %s'
+            params.append(request.revocation_spares_item)
+            if request.include is not None:
+                spared = f'({spared} OR v."id" = %s)'
+                params.append(request.include)
+            hit = f"{hit} AND {spared}"
+        where += f" AND NOT ({hit})"
+    policy = ""
+    if request.with_policy:
+        policy = f", {_POLICY_VERSION}, {_POLICY_PRECEDENCE}"
+    # The policy subqueries come first in the SELECT list: their parameters precede WHERE's.
+    select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
+    sql = (
+        f"SELECT {select}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
+        f'FROM "memory_memoryversion" v WHERE {where}'
+    )
+    head: list[Any] = [*_OPEN, *([request.tenant_id] * 2 if request.with_policy else [])]
+    return sql, head + params
+
+
+_OPEN = [str(status) for status in OPEN_STATUSES]
+_PENDING_SQL = (
+    'EXISTS (SELECT 1 FROM "memory_memoryversion" "newer" '
+    'WHERE "newer"."item_id" = v."item_id" AND "newer"."number" > v."number" '
+    'AND "newer"."status" IN (%s, %s, %s, %s))'
+)
+_JSON_AT = tuple(
+    _CANDIDATE_COLUMNS.index(name)
+    for name in ("value", "scope", "source_ids", "basis", "required_visibility")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A raw row under the names ``to_candidate`` reads (JSON columns decoded)."""
+
+    id: int
+    item_id: str
+    number: int
+    kind: str
+    field: str
+    value: Any
+    statement: str
+    scope: Any
+    verification: str
+    assertion: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    expires_at: datetime | None
+    activated_at: datetime | None
+    deactivated_at: datetime | None
+    source_ids: Any
+    basis: Any
+    required_visibility: Any
+    pending: bool
+    policy_version: int | None = None
+    policy_precedence: str | None = None
+
+
+def _decode(value: Any) -> Any:
+    """psycopg hands JSON over as text under Django (which decodes it in the ORM)."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def candidate_rows(request: CandidateRequest) -> list[Any]:
+    """The candidate rows: one raw statement on PostgreSQL, the ORM's queryset elsewhere
+    (SQLite has no ``<@``; the resolver's own scope test does that filter there)."""
+    if connection.vendor != "postgresql":
+        return list(candidate_queryset(request))
+    sql, params = candidate_sql(request)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    rows = []
+    for raw in fetched:
+        row = list(raw)
+        for i in _JSON_AT:
+            row[i] = _decode(row[i])
+        rows.append(_Row(*row))
+    return rows
+
+
+@dataclass(frozen=True)
+class CandidatePool:
+    """Every version of one (tenant, subject, field set), read once, with the sources it
+    cites: scenario checks ask it the questions they would ask ``load_candidates`` (a
+    handful per version checked), and it answers with the same filters, in memory.
+    ``matches`` is ``candidate_sql``'s WHERE clause; tests/resolve compares the two."""
+
+    tenant_id: int
+    subject_id: str
+    fields: tuple[str, ...]
+    rows: tuple[tuple[Any, frozenset[str]], ...]  # (row, ids of the sources it cites)
+
+    @classmethod
+    def load(cls, tenant_id: int, subject_id: str, fields: tuple[str, ...]) -> CandidatePool:
+        select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
+        sql = (
+            f"SELECT {select}, {_PENDING_SQL}, "  # noqa: S608 - constant SQL, bound values
+            'ARRAY(SELECT s."source_id" FROM "memory_memoryversion_sources" s '
+            'WHERE s."memoryversion_id" = v."id") '
+            'FROM "memory_memoryversion" v '
+            'WHERE v."tenant_id" = %s AND v."subject_id" = %s AND v."field" = ANY(%s)'
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*_OPEN, tenant_id, subject_id, list(fields)])
+            fetched = cursor.fetchall()
+        rows = []
+        for raw in fetched:
+            row = list(raw[:-1])
+            for i in _JSON_AT:
+                row[i] = _decode(row[i])
+            rows.append((_Row(*row), frozenset(raw[-1])))
+        return cls(tenant_id, subject_id, tuple(fields), tuple(rows))
+
+    def serves(self, request: CandidateRequest) -> bool:
+        return (
+            request.tenant_id == self.tenant_id
+            and request.subject_id == self.subject_id
+            and bool(request.fields)
+            and set(request.fields or ()) <= set(self.fields)
+            and not request.with_policy
+        )
+
+    def candidates(self, request: CandidateRequest) -> list[resolver.Candidate]:
+        if not self.serves(request):
+            return load_candidates(request)
+        return [
+            to_candidate(row, request.known_at, request.include)
+            for row, cited in self.rows
+            if matches(row, cited, request)
+        ]
+
+
+def matches(row: Any, cited: frozenset[str], request: CandidateRequest) -> bool:
+    """``candidate_sql``'s WHERE clause for one row of the request's tenant and subject."""
+    known_at = request.known_at
+    in_use = (
+        row.activated_at is not None
+        and row.activated_at <= known_at
+        and (row.deactivated_at is None or row.deactivated_at > known_at)
+        and not (request.exclude_item and row.item_id == request.exclude_item)
+        and not (request.exclude_version is not None and row.id == request.exclude_version)
+    )
+    included = request.include is not None and row.id == request.include
+    if not (in_use or included):
+        return False
+    if request.fields and row.field not in request.fields:
+        return False
+    if request.prefilter and not _contained(row.scope, request.context):
+        return False
+    if request.revoked_sources and not cited.isdisjoint(request.revoked_sources):
+        spared = request.revocation_spares_item
+        if not spared or row.item_id != spared or included:
+            return False
+    return True
+
+
+def _contained(scope: Any, context: Mapping[str, str]) -> bool:
+    """``scope <@ context OR scope = '{"tenant": "*"}'`` for a scope of strings."""
+    if scope == {"tenant": "*"}:
+        return True
+    return isinstance(scope, dict) and all(
+        key in context and context[key] == value for key, value in scope.items()
+    )
+
+
 def load_candidates(request: CandidateRequest) -> list[resolver.Candidate]:
-    return [
-        to_candidate(row, request.known_at, request.include) for row in candidate_queryset(request)
-    ]
+    return [to_candidate(row, request.known_at, request.include) for row in candidate_rows(request)]
 
 
 def load_candidates_and_policy(
@@ -184,7 +381,7 @@ def load_candidates_and_policy(
 ) -> tuple[list[resolver.Candidate], CurrentPolicy | None]:
     """The candidates and the tenant's current policy from one statement; the policy is
     None when no candidate came back (the caller then reads it on its own)."""
-    rows = list(candidate_queryset(replace(request, with_policy=True)))
+    rows = candidate_rows(replace(request, with_policy=True))
     candidates = [to_candidate(row, request.known_at, request.include) for row in rows]
     if not rows:
         return candidates, None

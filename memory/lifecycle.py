@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from audit.chain import digest
-from audit.services import audit_append, audit_append_many
+from audit.services import AuditEntry, audit_append, audit_append_many
 from memory import cache, events
 from memory.effects import after_checks_failed, after_retired
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
@@ -206,13 +206,18 @@ def end_use_of_subject(
     tenant = MemoryItem.objects.select_related("tenant").get(pk=rows[0][1]).tenant
     audit_append_many(
         tenant=tenant,
-        actor=actor,
         events=[
-            (
-                f"memory.{to}",
-                "memory",
-                item_id,
-                {"version": number, "from": status, "to": str(to), "reason_sha256": digest(reason)},
+            AuditEntry(
+                actor=actor,
+                action=f"memory.{to}",
+                target_type="memory",
+                target_id=item_id,
+                data={
+                    "version": number,
+                    "from": status,
+                    "to": str(to),
+                    "reason_sha256": digest(reason),
+                },
             )
             for _, item_id, number, status, _ in rows
         ],
