@@ -18,8 +18,9 @@ RENEWAL_3 = {"task": "renewal-3", "project": "P-9"}
 
 
 def test_an_expired_fact_is_never_resolved_and_the_expiry_task_flags_its_tasks(flow: Flow):
-    # Given a task fact whose approval lapses in two seconds, active and used by a task.
-    expires = timezone.now() + timedelta(seconds=2)
+    # Given a task fact whose approval lapses in a few seconds, active and used by a task
+    # (seconds enough for the set-up on a loaded machine: a proposal must expire later).
+    expires = timezone.now() + timedelta(seconds=6)
     record = flow.source("business_record", content="PO-7731 approved until the batch ships")
     fact = flow.propose("task_fact", RENEWAL_3, sources=[record], expires_at=iso(expires))
     flow.approve(fact["id"], "omar")
