@@ -50,3 +50,21 @@ def test_120_memories_and_their_events_come_back_once_each_page_by_page(connect,
     assert [s.path for s in network.sent] == ["/api/v1/memories"] * 3
     assert sorted(e["target_id"] for e in events) == sorted(orders)
     assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+
+
+def test_entities_are_listed_page_by_page_and_found_by_part_of_a_name(connect):
+    agent = connect("agent")
+    made = [
+        agent.create_entity(kind="customer", name=f"Harbour Customer {n}")["id"] for n in range(5)
+    ]
+    agent.create_entity(kind="supplier", name="Northwind Metals", aliases=["NW Harbour"])
+
+    network = Recording()
+    paged = connect("agent", transport=network)
+    found = [e["id"] for e in paged.iter_entities(q="Harbour Cust", page_size=2)]
+
+    assert found == sorted(made)
+    assert [s.path for s in network.sent] == ["/api/v1/entities"] * 3
+    by_alias = agent.list_entities(q="nw harb")
+    assert [e["name"] for e in by_alias["results"]] == ["Northwind Metals"]
+    assert by_alias["next"] is None

@@ -140,6 +140,10 @@ def match_entity(name: str, kind: str | None) -> Op[t.EntityMatch]:
     return _op("POST", "entities/match", body)
 
 
+def list_entities(q: str | None, limit: int | None, cursor: str | None) -> Op[t.Page[t.Entity]]:
+    return _op("GET", "entities", params=_page_params(limit, cursor, q=q))
+
+
 def export_entity(entity_id: str) -> Op[t.ExportDocument]:
     return _op("GET", f"entities/{_seg(entity_id)}/export")
 

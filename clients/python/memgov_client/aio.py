@@ -120,6 +120,25 @@ class AsyncMemgov:
         """``matched`` only when exactly one entity has that name or alias."""
         return await self._send(_ops.match_entity(name, kind))
 
+    async def list_entities(
+        self, *, q: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> t.Page[t.Entity]:
+        """One page of the tenant's entities (``q``: part of a name or alias)."""
+        return await self._send(_ops.list_entities(q, limit, cursor))
+
+    async def iter_entities(
+        self, *, q: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[t.Entity]:
+        """Every entity matching ``q``, fetching cursor pages as they are consumed."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_entities(q=q, limit=page_size, cursor=cursor)
+            for entity in page["results"]:
+                yield entity
+            cursor = _ops.cursor_of(page["next"])
+            if cursor is None:
+                return
+
     async def export_entity(self, entity_id: str) -> t.ExportDocument:
         """Everything held about an entity (API.md, Retention and erasure; newer servers)."""
         return await self._send(_ops.export_entity(entity_id))

@@ -120,6 +120,24 @@ class Memgov:
         """``matched`` only when exactly one entity has that name or alias."""
         return self._send(_ops.match_entity(name, kind))
 
+    def list_entities(
+        self, *, q: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> t.Page[t.Entity]:
+        """One page of the tenant's entities (``q``: part of a name or alias)."""
+        return self._send(_ops.list_entities(q, limit, cursor))
+
+    def iter_entities(
+        self, *, q: str | None = None, page_size: int | None = None
+    ) -> Iterator[t.Entity]:
+        """Every entity matching ``q``, fetching cursor pages as they are consumed."""
+        cursor: str | None = None
+        while True:
+            page = self.list_entities(q=q, limit=page_size, cursor=cursor)
+            yield from page["results"]
+            cursor = _ops.cursor_of(page["next"])
+            if cursor is None:
+                return
+
     def export_entity(self, entity_id: str) -> t.ExportDocument:
         """Everything held about an entity (API.md, Retention and erasure; newer servers)."""
         return self._send(_ops.export_entity(entity_id))
