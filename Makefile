@@ -35,7 +35,7 @@ prod: $(STAMP)
 
 test: $(STAMP)
 	@mkdir -p var
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

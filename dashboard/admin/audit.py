@@ -1,5 +1,5 @@
-"""Django admin for the audit chain and the retrieval log: read-only, always (PostgreSQL
-also refuses UPDATE and DELETE on audit events)."""
+"""Django admin for the audit chain, the retrieval log and erasures: read-only, always
+(PostgreSQL also refuses UPDATE and DELETE on audit events; an erasure runs in its task)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from audit.models import AuditChainHead, AuditEvent
 from dashboard.admin.approvals import ReadOnlyAdmin
-from memory.models import RetrievalRecord, RetrievalUse
+from memory.models import Erasure, RetrievalRecord, RetrievalUse
 
 
 @admin.register(AuditEvent)
@@ -33,3 +33,11 @@ class RetrievalRecordAdmin(ReadOnlyAdmin):
 class RetrievalUseAdmin(ReadOnlyAdmin):
     list_display = ("task_id", "item", "version_number", "field")
     search_fields = ("task_id", "item__id")
+
+
+@admin.register(Erasure)
+class ErasureAdmin(ReadOnlyAdmin):
+    list_display = ("id", "subject", "status", "phase", "actor", "started_at", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("id", "subject__id")
+    list_select_related = ("subject",)

@@ -125,7 +125,7 @@ def test_create_tenant_creates_the_tenant_with_its_first_policy(db):
     tenant = Tenant.objects.get(slug="initech")
     assert tenant.name == "Initech"
     assert list(Policy.objects.filter(tenant=tenant).values_list("version", flat=True)) == [1]
-    assert out.getvalue().strip() == "created tenant initech"
+    assert out.getvalue().strip() == "created tenant initech (times shown in UTC)"
     assert AuditEvent.objects.filter(tenant=tenant, action="tenant.created").count() == 1
 
 

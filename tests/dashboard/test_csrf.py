@@ -16,6 +16,8 @@ def _every_dashboard_path(demo: Demo) -> dict[str, str]:
         "memory_id": demo.items["order_a"],
         "source_id": MemoryVersion.objects.get(item_id=demo.items["order_a"]).source_ids[0],
         "job_id": "rvl_unknown",
+        "entity_id": demo.item("order_a").subject_id,
+        "erasure_id": "era_unknown",
     }
     paths = {}
     for pattern in urls_dashboard.urlpatterns:

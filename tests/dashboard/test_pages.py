@@ -115,6 +115,13 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
     verify = client.post("/audit/verify/", HTTP_HX_REQUEST="true")
     assert verify.status_code == 200
     rendered |= _templates(verify)
+    # Someone of no tenant is told so (with a way out), not sent round a login loop.
+    stranger = User.objects.create_user("stranger", password="x")
+    outside = Client()
+    outside.force_login(stranger)
+    no_tenant = outside.get("/")
+    assert no_tenant.status_code == 403
+    rendered |= _templates(no_tenant)
 
     on_disk = {f"dashboard/{p.name}" for p in DASHBOARD_TEMPLATES.glob("*.html")}
     missing = on_disk - ADMIN_ONLY - rendered - {"dashboard/error.html"}

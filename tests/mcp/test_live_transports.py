@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -26,6 +27,8 @@ from tests.conftest import World, iso, later, needs
 from tests.mcp.conftest import ROOT, Live
 from tests.mcp.support import TOOL_NAMES, answer, problem
 
+T = TypeVar("T")
+
 pytestmark = [
     needs("postgres"),
     needs("redis"),
@@ -34,6 +37,15 @@ pytestmark = [
 ]
 
 ORDER_A = {"task": "order-a"}
+
+
+def _run(story: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``anyio.run`` in a thread of its own: Playwright's sync API (browser tests earlier in
+    the session) leaves an event loop running in the main thread."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, story, *args).result()
+
+
 PATIENCE = 90.0  # seconds the worker may take to run the checks on a busy machine
 Connect = Callable[[str], AbstractAsyncContextManager[Client]]
 
@@ -210,7 +222,7 @@ async def delivery_story(connect: Connect, live: Live, world: World, dana: str) 
 
 
 def test_an_agent_tells_the_delivery_story_through_mcp(connect, live, world, dana):
-    memory_id = anyio.run(delivery_story, connect, live, world, dana)
+    memory_id = _run(delivery_story, connect, live, world, dana)
 
     async def other_tenant() -> None:
         async with connect(world.keys["zed"]) as zed:
@@ -220,7 +232,7 @@ def test_an_agent_tells_the_delivery_story_through_mcp(connect, live, world, dan
             names = [tool.name for tool in (await zed.list_tools()).tools]
             assert not [n for n in names if n in ("approve", "reject", "retire")]
 
-    anyio.run(other_tenant)
+    _run(other_tenant)
 
 
 def test_a_key_revoked_mid_session_is_refused_on_its_next_call(connect, live, world):
@@ -236,7 +248,7 @@ def test_a_key_revoked_mid_session_is_refused_on_its_next_call(connect, live, wo
                 result = await agent.call_tool("match_entity", {"name": "Dana"})
                 assert problem(result, 401)["detail"] == "Unknown or revoked API key."
 
-    anyio.run(session)
+    _run(session)
 
 
 def test_a_bad_or_revoked_key_is_refused_at_connection_over_http(live, world):
