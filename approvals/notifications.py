@@ -217,11 +217,19 @@ def notify_erasure_done(erasure_id: str) -> bool:
     user = job.requested_by
     if job.status != Erasure.Status.DONE or user is None or not user.email:
         return False
-    claim = _claim(f"erasure:{job.pk}", user, job.tenant_id)
+    return tell_once(f"erasure:{job.pk}", user, job.tenant_id, "erasure_done", {"erasure": job})
+
+
+def tell_once(
+    event: str, user: User, tenant_id: int, template: str, context: dict[str, Any]
+) -> bool:
+    """One email about something other than memory versions (an erasure, a webhook
+    endpoint), claimed under ``event`` so a redelivered task sends nothing twice."""
+    claim = _claim(event, user, tenant_id)
     if claim is None:
         return False
     try:
-        emails.send_to("erasure_done", user, {"erasure": job})
+        emails.send_to(template, user, context)
     except Exception:
         claim.delete()
         raise

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
-
-from approvals import emails
-from approvals.models import Notification
+from approvals.notifications import tell_once
 from webhooks.models import WebhookEndpoint
 
 
@@ -15,20 +11,7 @@ def notify_disabled(webhook_id: str) -> bool:
     owner = endpoint.created_by
     if not owner.email or not owner.is_active:
         return False
-    try:
-        with transaction.atomic():
-            claim = Notification.objects.create(
-                event=f"webhook_disabled:{endpoint.pk}",
-                recipient=owner,
-                tenant_id=endpoint.tenant_id,
-                claimed_at=timezone.now(),
-            )
-    except IntegrityError:
-        return False  # told already (a redelivered task)
-    try:
-        emails.send_to("webhook_disabled", owner, {"endpoint": endpoint})
-    except Exception:
-        claim.delete()
-        raise
-    Notification.objects.filter(pk=claim.pk).update(sent_at=timezone.now())
-    return True
+    context = {"endpoint": endpoint}
+    return tell_once(
+        f"webhook_disabled:{endpoint.pk}", owner, endpoint.tenant_id, "webhook_disabled", context
+    )
