@@ -22,7 +22,7 @@ ACTOR = "system:checks"
 
 
 def evaluate_current(version: MemoryVersion) -> tuple[str, datetime, list[checks.ScenarioOutcome]]:
-    policy = resolver_policy(current_policy(version.tenant))
+    policy = checks.current_resolver_policy(version.tenant)
     now = timezone.now()
     return policy.version, now, checks.run_all(version, policy, now)
 

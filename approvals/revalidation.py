@@ -152,7 +152,9 @@ def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
 def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
-    The versions are evaluated one by one (reads only), and their results, audit events
+    The versions are evaluated one by one against what the chunk read for all of them at
+    once (``checks.tenant_lookups``: one query each for their sources' labels, custom
+    scenarios, active siblings and candidate pools), and their results, audit events
     and counts commit together under the job's lock: one transaction, one bulk upsert and
     one chained audit append for the chunk instead of a transaction per version. A failure
     that suspends its item commits at once, with what was evaluated before it, so the
@@ -162,18 +164,23 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     job = Revalidation.objects.select_related("tenant").get(pk=job_id)
     suspends = job.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND
     done = _rechecked_ids(job, version_ids)
-    versions = MemoryVersion.objects.filter(pk__in=version_ids).select_related("tenant")
+    versions = [
+        v
+        for v in MemoryVersion.objects.filter(pk__in=version_ids)
+        .select_related("tenant")
+        .order_by("pk")
+        if v.pk not in done
+    ]
     evaluated: list[checking.Checked] = []
-    with checks.tenant_lookups():
+    with checks.tenant_lookups(versions):
         try:
-            for version in versions.order_by("pk"):
-                if version.pk in done:
-                    continue
+            for position, version in enumerate(versions):
                 checked = (version, *checking.evaluate_current(version))
                 evaluated.append(checked)
                 if suspends and not all(outcome.passed for outcome in checked[3]):
                     batch, evaluated = evaluated, []
                     _record_and_count(job_id, batch)
+                    checks.lookups_refresh(versions[position + 1 :])
         finally:
             if evaluated:
                 _record_and_count(job_id, evaluated)

@@ -7,7 +7,7 @@ its basis were revoked), so what is checked goes through the same filters agents
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -193,17 +193,18 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     where += ') AND v."tenant_id" = %s AND v."subject_id" = %s'
     params += [request.tenant_id, request.subject_id]
     if request.fields:
-        where += ' AND v."field" = ANY(%s)'
-        params.append(list(request.fields))
+        where += f' AND v."field" IN ({_placeholders(request.fields)})'
+        params += request.fields
     if request.prefilter:
         where += ' AND (v."scope" <@ %s::jsonb OR v."scope" = \'{"tenant": "*"}\'::jsonb)'
         params.append(json.dumps(dict(request.context)))
     if request.revoked_sources:
+        revoked = _placeholders(request.revoked_sources)
         hit = (
-            'EXISTS (SELECT 1 FROM "memory_memoryversion_sources" s '
-            'WHERE s."memoryversion_id" = v."id" AND s."source_id" = ANY(%s))'
+            'EXISTS (SELECT 1 FROM "memory_memoryversion_sources" s '  # noqa: S608 - placeholders
+            f'WHERE s."memoryversion_id" = v."id" AND s."source_id" IN ({revoked}))'
         )
-        params.append(list(request.revoked_sources))
+        params += request.revoked_sources
         if request.revocation_spares_item:
             spared = 'v."item_id" <> %s'
             params.append(request.revocation_spares_item)
@@ -223,6 +224,12 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     )
     head: list[Any] = [*_OPEN, *([request.tenant_id] * 2 if request.with_policy else [])]
     return sql, head + params
+
+
+def _placeholders(values: Collection[Any]) -> str:
+    """``IN (%s, …)`` rather than ``= ANY(%s)``: psycopg quotes a list parameter on the
+    client element by element, which cost more than the query's whole run."""
+    return ", ".join(["%s"] * len(values))
 
 
 _OPEN = [str(status) for status in OPEN_STATUSES]
@@ -287,6 +294,31 @@ def candidate_rows(request: CandidateRequest) -> list[Any]:
     return rows
 
 
+def _pool_rows(
+    tenant_id: int, where: str, params: list[Any]
+) -> list[tuple[str, tuple[Any, frozenset[str]]]]:
+    """Every version of the tenant matching ``where`` (over ``v``), decoded, with its
+    subject and the ids of the sources it cites."""
+    select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
+    sql = (
+        f"SELECT {select}, {_PENDING_SQL}, "  # noqa: S608 - constant SQL, bound values
+        'ARRAY(SELECT s."source_id" FROM "memory_memoryversion_sources" s '
+        'WHERE s."memoryversion_id" = v."id"), v."subject_id" '
+        'FROM "memory_memoryversion" v '
+        f'WHERE v."tenant_id" = %s AND {where}'
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*_OPEN, tenant_id, *params])
+        fetched = cursor.fetchall()
+    rows = []
+    for raw in fetched:
+        row = list(raw[:-2])
+        for i in _JSON_AT:
+            row[i] = _decode(row[i])
+        rows.append((str(raw[-1]), (_Row(*row), frozenset(raw[-2]))))
+    return rows
+
+
 @dataclass(frozen=True)
 class CandidatePool:
     """Every version of one (tenant, subject, field set), read once, with the sources it
@@ -301,24 +333,34 @@ class CandidatePool:
 
     @classmethod
     def load(cls, tenant_id: int, subject_id: str, fields: tuple[str, ...]) -> CandidatePool:
-        select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
-        sql = (
-            f"SELECT {select}, {_PENDING_SQL}, "  # noqa: S608 - constant SQL, bound values
-            'ARRAY(SELECT s."source_id" FROM "memory_memoryversion_sources" s '
-            'WHERE s."memoryversion_id" = v."id") '
-            'FROM "memory_memoryversion" v '
-            'WHERE v."tenant_id" = %s AND v."subject_id" = %s AND v."field" = ANY(%s)'
+        rows = _pool_rows(
+            tenant_id,
+            f'v."subject_id" = %s AND v."field" IN ({_placeholders(fields)})',
+            [subject_id, *fields],
         )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*_OPEN, tenant_id, subject_id, list(fields)])
-            fetched = cursor.fetchall()
-        rows = []
-        for raw in fetched:
-            row = list(raw[:-1])
-            for i in _JSON_AT:
-                row[i] = _decode(row[i])
-            rows.append((_Row(*row), frozenset(raw[-1])))
-        return cls(tenant_id, subject_id, tuple(fields), tuple(rows))
+        return cls(tenant_id, subject_id, tuple(fields), tuple(row for _, row in rows))
+
+    @classmethod
+    def load_many(
+        cls, tenant_id: int, pairs: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], CandidatePool]:
+        """One pool per (subject, field), all read with one statement (a revalidation
+        chunk asks about many)."""
+        wanted = sorted(set(pairs))
+        rows = _pool_rows(
+            tenant_id,
+            '(v."subject_id", v."field") IN (SELECT * FROM unnest(%s::text[], %s::text[]))',
+            [[subject_id for subject_id, _ in wanted], [name for _, name in wanted]],
+        )
+        found: dict[tuple[str, str], list[tuple[Any, frozenset[str]]]] = {
+            pair: [] for pair in wanted
+        }
+        for subject_id, row in rows:
+            found[(subject_id, row[0].field)].append(row)
+        return {
+            (subject_id, field_name): cls(tenant_id, subject_id, (field_name,), tuple(pooled))
+            for (subject_id, field_name), pooled in found.items()
+        }
 
     def serves(self, request: CandidateRequest) -> bool:
         return (
