@@ -49,7 +49,7 @@ STEPS: list[tuple[str, list[str], dict[str, str]]] = [
     ),
     (
         "revalidation",
-        ["--size", "10k", "--sample", "30"] if QUICK else ["--size", "100k", "--sample", "100"],
+        ["--size", "100k", "--sample", "30" if QUICK else "100"],
         {},
     ),
     (

@@ -7,15 +7,18 @@ its basis were revoked), so what is checked goes through the same filters agents
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 from django.db import connection
 from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 
+from core.sql import prepared_cursor
 from memory import resolver
 from memory.models import OPEN_STATUSES, MemoryVersion
 
@@ -271,9 +274,16 @@ class _Row:
     policy_precedence: str | None = None
 
 
+# Nineteen digits in a row may be an integer beyond 64 bits, which orjson reads as a float.
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
 def _decode(value: Any) -> Any:
-    """psycopg hands JSON over as text under Django (which decodes it in the ORM)."""
-    return json.loads(value) if isinstance(value, str) else value
+    """psycopg hands JSON over as text under Django (which decodes it in the ORM). orjson
+    reads it several times faster than ``json``, except a long integer, which it rounds."""
+    if not isinstance(value, str):
+        return value
+    return json.loads(value) if _LONG_DIGITS.search(value) else orjson.loads(value)
 
 
 def candidate_rows(request: CandidateRequest) -> list[Any]:
@@ -282,7 +292,7 @@ def candidate_rows(request: CandidateRequest) -> list[Any]:
     if connection.vendor != "postgresql":
         return list(candidate_queryset(request))
     sql, params = candidate_sql(request)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
     rows = []

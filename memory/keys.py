@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.models import ApiKey, Tenant
+from core.sql import prepared_cursor
 
 KEY_PREFIX = "mg"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -98,7 +99,7 @@ def _live_labels(key_id: int) -> Any:
         f"SELECT labels FROM {table} WHERE id = %s AND revoked_at IS NULL"  # noqa: S608
         " AND (expires_at IS NULL OR expires_at > %s)"
     )
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [key_id, timezone.now()])
         row = cursor.fetchone()
     # Both backends hand JSON columns over as text (Django decodes them in the ORM).

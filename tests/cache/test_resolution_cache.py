@@ -54,6 +54,25 @@ def test_a_repeated_resolve_is_answered_from_redis_with_two_small_queries(
     assert len(private_redis.entries(subject)) == 1
 
 
+def test_a_value_beyond_64_bits_is_answered_exactly_and_left_uncached(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    # The cache stores answers with orjson, which would read such an integer back as a
+    # float: the second answer must still carry every digit.
+    subject = dana(world)
+    huge = 2**70 + 1
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject, value=huge)  # type: ignore[arg-type]
+    assert_active(version)
+    agent = world.client("agent")
+
+    answers = [agent.post("/api/v1/resolve", {"subject": subject}, format="json") for _ in "12"]
+
+    assert [json.loads(a.content)["facts"][0]["value"] for a in answers] == [huge, huge]
+    assert cache.stats["uncacheable"] == 2 and cache.stats["hits"] == 0
+    assert private_redis.entries(subject) == []
+
+
 def test_retiring_dana_s_address_removes_it_from_the_next_answer(
     private_redis, world, django_capture_on_commit_callbacks
 ):

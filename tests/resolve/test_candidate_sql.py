@@ -155,3 +155,39 @@ def test_a_cold_resolve_is_one_query(
     with django_assert_num_queries(1):
         body = resolution.resolve_for(world.principal("agent"), request)
     assert {fact["field"] for fact in body["facts"]} == {FIELD, "phone"}
+
+
+def test_every_cold_resolve_on_a_connection_runs_one_prepared_statement(
+    world: Any, crowded: tuple[str, list[MemoryVersion], list[str]], settings: Any
+) -> None:
+    """Planning the statement took longer than running it: it is prepared on first use,
+    and later resolves on the connection, whatever they ask, reuse it."""
+    from django.db import connection
+
+    settings.MEMGOV_RESOLVE_CACHE = False
+    subject, _, _ = crowded
+
+    def resolve(task: str) -> Any:
+        request = resolution.ResolveRequest(
+            subject=subject,
+            context={"task": task},
+            fields=None,
+            valid_at=None,
+            known_at=None,
+            task_id=None,
+            explain=False,
+        )
+        return resolution.resolve_for(world.principal("agent"), request)
+
+    def prepared() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return {statement for (statement,) in cursor.fetchall()}
+
+    before = prepared()
+    answers = [resolve(f"order-{i % 2}") for i in range(12)]
+
+    [statement] = prepared() - before
+    assert 'FROM "memory_memoryversion" v WHERE' in statement
+    assert all(a["facts"] == answers[i % 2]["facts"] for i, a in enumerate(answers))
+    assert answers[0]["facts"] != answers[1]["facts"]
