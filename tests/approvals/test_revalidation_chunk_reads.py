@@ -69,7 +69,7 @@ def test_a_chunk_checks_every_version_exactly_as_checking_it_alone_does(flow: Fl
     alone, together = _outcomes(versions, chunk=False), _outcomes(versions, chunk=True)
 
     assert together == alone
-    names = {name.split(":")[0].split(" #")[0] for _, name, *_ in alone}
+    names = {str(name).split(":")[0].split(" #")[0] for _, name, *_ in alone}
     assert {"applicable", "inapplicable", "revoked", "visibility", "regression", "custom"} <= names
 
 
