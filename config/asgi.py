@@ -14,8 +14,11 @@ django_application = cast("ASGIApp", get_asgi_application())
 
 from agent_mcp.http import McpHttpApp  # noqa: E402 - needs the apps loaded above
 from config.boundary import AsgiBodyBoundary  # noqa: E402
+from config.telemetry import AsgiRequestTelemetry  # noqa: E402
 
 mcp_application = McpHttpApp()
+# Django's middleware logs and times its own requests; these bypass it.
+mcp_with_telemetry = AsgiRequestTelemetry(mcp_application, route="/mcp")
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -40,7 +43,7 @@ async def _route(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] == "lifespan":
         await _lifespan(receive, send)
     elif scope["type"] == "http" and _is_mcp(scope["path"]):
-        await mcp_application(scope, receive, send)
+        await mcp_with_telemetry(scope, receive, send)
     else:
         await django_application(scope, receive, send)
 

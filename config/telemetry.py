@@ -29,6 +29,27 @@ def _route(request: HttpRequest) -> str:
     return f"/{match.route}" if match is not None and match.route else "unmatched"
 
 
+def request_finished(method: str, route: str, status: int, elapsed: float) -> None:
+    """The latency sample and the one JSON line of a finished request, whichever
+    application served it (Django's middleware below, the ASGI wrapper of ``/mcp``)."""
+    metrics.REQUEST_LATENCY.labels(route, method, status).observe(elapsed)
+    request_logger.info(
+        "%s %s %s",
+        method,
+        route,
+        status,
+        extra={
+            "memgov": {
+                "event": "request",
+                "method": method,
+                "route": route,
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+            }
+        },
+    )
+
+
 class RequestTelemetryMiddleware:
     """Outermost after the health shortcut: times the whole request, logs one line."""
 
@@ -41,29 +62,49 @@ class RequestTelemetryMiddleware:
         started = time.perf_counter()
         try:
             response = self.get_response(request)
-            elapsed = time.perf_counter() - started
-            route = _route(request)
-            metrics.REQUEST_LATENCY.labels(route, request.method, response.status_code).observe(
-                elapsed
-            )
             response[logs.REQUEST_ID_HEADER] = rid
-            request_logger.info(
-                "%s %s %s",
-                request.method,
-                route,
-                response.status_code,
-                extra={
-                    "memgov": {
-                        "event": "request",
-                        "method": request.method,
-                        "route": route,
-                        "status": response.status_code,
-                        "duration_ms": round(elapsed * 1000, 2),
-                    }
-                },
+            method = request.method or "GET"
+            request_finished(
+                method, _route(request), response.status_code, time.perf_counter() - started
             )
             return response
         finally:
+            logs.request_id.reset(token)
+
+
+class AsgiRequestTelemetry:
+    """The same for requests that never reach Django (the MCP server at ``/mcp``): the
+    request id taken or made and echoed, one JSON line and a latency sample under one
+    fixed route. A stream held open is one request, timed until it closes."""
+
+    def __init__(self, app: Any, route: str) -> None:
+        self.app = app
+        self.route = route
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = logs.REQUEST_ID_HEADER.lower().encode("latin-1")
+        given = dict(scope.get("headers") or []).get(header)
+        rid = logs.incoming_request_id(given.decode("latin-1") if given else None)
+        token = logs.request_id.set(rid)
+        started = time.perf_counter()
+        status = 500  # what the client sees when the app fails before answering
+
+        async def answer(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = [*message.get("headers", []), (header, rid.encode("latin-1"))]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, answer)
+        finally:
+            method = str(scope.get("method", "GET"))
+            request_finished(method, self.route, status, time.perf_counter() - started)
             logs.request_id.reset(token)
 
 
