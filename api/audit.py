@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from audit.models import AuditEvent
+from audit.representations import event_representation
 from audit.selectors import audit_events, audit_verify, require_view_audit
 from core.errors import InvalidContent
 from memory.pagination import paginate
-from memory.serializers import ZonedDateTimeField, iso
-
-
-def event_representation(event: AuditEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "at": iso(event.at),
-        "actor": event.actor,
-        "action": event.action,
-        "target_type": event.target_type,
-        "target_id": event.target_id,
-        "data": event.data,
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
-    }
+from memory.serializers import ZonedDateTimeField
 
 
 class AuditListView(MemgovAPIView):

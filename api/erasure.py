@@ -16,10 +16,10 @@ from api.memory import _valid
 from api.openapi import REQUEST_EXAMPLES, ErasureOut, ErasureStartedOut, ExportOut
 from core.authority import require_erase, require_export
 from core.errors import NotFound
+from core.times import iso
 from memory.erasure import MAX_REASON, erasure_start
 from memory.export import export_subject
 from memory.models import Erasure
-from memory.serializers import iso
 
 
 class EraseInput(serializers.Serializer[Any]):

@@ -27,8 +27,9 @@ from approvals.revalidation import (
     revalidation_request,
 )
 from core.errors import NotFound
+from core.times import iso
 from memory import answers, selectors
-from memory.serializers import ResolveInput, iso
+from memory.serializers import ResolveInput
 
 
 class PolicyInput(serializers.Serializer[Any]):

@@ -15,8 +15,9 @@ from api.memory import _memory_response, _valid
 from api.openapi import REQUEST_EXAMPLES, CheckOut, MemoryOut, RetiredOut, ScenarioOut, SourceOut
 from approvals import services
 from approvals.models import CheckResult
+from core.times import iso
 from memory import selectors
-from memory.serializers import LabelListField, ScenarioInput, iso, source_representation
+from memory.serializers import LabelListField, ScenarioInput, source_representation
 
 
 class CommentInput(serializers.Serializer[Any]):

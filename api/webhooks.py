@@ -19,9 +19,9 @@ from api.openapi import (
     WebhookPageOut,
     WebhookWithSecretOut,
 )
+from core.times import iso
 from memory.events import EVENT_TYPES
 from memory.pagination import paginate
-from memory.serializers import iso
 from webhooks import services
 from webhooks.addresses import MAX_URL_CHARS
 from webhooks.models import WebhookDelivery, WebhookEndpoint

@@ -33,12 +33,12 @@ from django.db.models import F
 
 from audit.chain import digest
 from core.models import ScopeValue, Tenant
+from core.times import iso
 from memory import resolver, rules
 from memory.candidates import CandidatePool, CandidateRequest, load_candidates
 from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
 from memory.selectors import current_policy, resolver_policy
-from memory.serializers import iso
 
 ONE_DAY = timedelta(days=1)
 OTHER_TENANT_ID = -1  # no tenant has it: "another tenant" must find nothing of ours

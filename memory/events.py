@@ -17,8 +17,8 @@ from django.utils import timezone
 from core.ids import new_event_id
 from core.models import Tenant
 from core.outbox import outbox_write
+from core.times import iso
 from memory.models import MemoryVersion
-from memory.serializers import iso
 
 MEMORY_PENDING_REVIEW = "memory.pending_review"
 MEMORY_ACTIVATED = "memory.activated"

@@ -14,11 +14,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from audit.models import AuditEvent
+from audit.representations import event_representation
 from core.authority import require_export
 from core.principals import Principal
+from core.times import iso
 from memory.models import Entity, MemoryItem, MemoryVersion, RetrievalUse, Source
 from memory.selectors import access_entity
-from memory.serializers import iso, source_representation
+from memory.serializers import source_representation
 
 CHUNK = 500
 SECTIONS = ("aliases", "versions", "sources", "retrievals", "audit_events")
@@ -149,13 +151,4 @@ def _audit_events(entity: Entity) -> Iterator[dict[str, Any]]:
         AuditEvent.objects.filter(tenant_id=tenant, target_type="source", target_id__in=sources),
     ):
         for event in target.order_by("seq").iterator(chunk_size=CHUNK):
-            yield {
-                "seq": event.seq,
-                "at": iso(event.at),
-                "actor": event.actor,
-                "action": event.action,
-                "target_type": event.target_type,
-                "target_id": event.target_id,
-                "data": event.data,
-                "hash": event.hash,
-            }
+            yield event_representation(event)

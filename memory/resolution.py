@@ -16,11 +16,11 @@ from django.utils import timezone
 
 from config import metrics
 from core.principals import Principal
+from core.times import iso
 from memory import cache, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
-from memory.serializers import iso
 
 
 @dataclass(frozen=True)

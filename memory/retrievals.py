@@ -8,9 +8,9 @@ from typing import Any
 from django.db.models import Prefetch
 
 from core.principals import Principal
+from core.times import iso
 from memory.models import MemoryVersion, RetrievalRecord, RetrievalUse, TaskFlag
 from memory.selectors import version_visible
-from memory.serializers import iso
 
 
 def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from rest_framework import serializers
 from rest_framework.utils.serializer_helpers import BindingDict
 
+from core.times import iso
 from memory.models import Assertion, Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
 
 MAX_CONTENT_CHARS = 32 * 1024
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")
-
-
-def iso(value: datetime | None) -> str | None:
-    """UTC with ``Z``, as the contract says."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class ZonedDateTimeField(serializers.DateTimeField):

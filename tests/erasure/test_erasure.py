@@ -53,6 +53,12 @@ def test_the_export_before_an_erasure_holds_everything_about_her(flow: Flow):
     assert [r["task_id"] for r in document["retrievals"]] == ["task-q-1"] * 3
     actions = {e["action"] for e in document["audit_events"]}
     assert {"entity.created", "memory.proposed", "memory.active", "source.recorded"} <= actions
+    # Each event as the audit API shows it, both hashes included: a reader can place it
+    # in the tenant's chain.
+    listed = flow.ok(flow.get("rita", f"/audit?target={tale.subject}"))["results"]
+    exported = [e for e in document["audit_events"] if e["target_id"] == tale.subject]
+    assert exported == sorted(listed, key=lambda e: e["seq"])
+    assert {"prev_hash", "hash"} <= set(exported[0])
 
 
 def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verifies(flow: Flow):

@@ -1,0 +1,12 @@
+"""Instants as the contract writes them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC with ``Z``, as the contract says."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
