@@ -6,6 +6,8 @@ from django.urls import path
 from api import audit, erasure, memory, resolve, review, webhooks
 
 urlpatterns = [
+    # Django tries the patterns in order: the hottest path of all is matched first.
+    path("resolve", resolve.ResolveView.as_view()),
     path("sources", memory.SourceCollectionView.as_view()),
     path("sources/<str:source_id>", memory.SourceDetailView.as_view()),
     path("entities", memory.EntityCollectionView.as_view()),
@@ -21,7 +23,6 @@ urlpatterns = [
     path(
         "memories/<str:memory_id>/versions/<int:number>", memory.MemoryVersionDetailView.as_view()
     ),
-    path("resolve", resolve.ResolveView.as_view()),
     path("tasks/<str:task_id>", resolve.TaskView.as_view()),
     path("policy", resolve.PolicyView.as_view()),
     path("policy/revalidate", resolve.RevalidateView.as_view()),

@@ -13,6 +13,8 @@ import config.problems as problems
 import config.security as security
 
 urlpatterns = [
+    # First: agents' calls are most of the traffic, and Django tries patterns in order.
+    path("api/v1/", include("api.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -32,7 +34,6 @@ urlpatterns = [
     ),
     # Browsers ask for /favicon.ico whatever the page says; answer instead of a 404.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
-    path("api/v1/", include("api.urls")),
     # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
     re_path(r"^api/", problems.api_not_found),
     path("admin/", admin.site.urls),
