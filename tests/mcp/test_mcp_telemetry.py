@@ -5,6 +5,7 @@ log line and a latency sample, under the route ``/mcp``."""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -41,7 +42,10 @@ def _call(app: Any, headers: list[tuple[bytes, bytes]]) -> list[dict[str, Any]]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    anyio.run(app, scope, receive, send)
+    # In a thread of its own: Playwright's sync API (the browser tests) leaves an event
+    # loop running in the main thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(anyio.run, app, scope, receive, send).result()
     return sent
 
 
