@@ -133,9 +133,9 @@ _PREFETCHED = ("labels", "custom", "regression", "pool")
 
 @contextmanager
 def tenant_lookups(versions: Sequence[MemoryVersion] = ()) -> Iterator[None]:
-    """Within the block, the sibling value and the other subject are read once per
-    (tenant, dimension, value) and (tenant, subject, field), the policy once per tenant,
-    and what each of ``versions`` needs in one query per kind for all of them: a
+    """Within the block, sibling values and other subjects are read once per (tenant,
+    dimension) and (tenant, field), the policy once per tenant, and what each of
+    ``versions`` needs in one query per kind for all of them: a
     revalidation chunk checks many versions of the same tenant, against data the chunk
     does not change (``lookups_refresh`` after a change it does make)."""
     token = _lookups.set(_prefetch(versions))
