@@ -150,7 +150,7 @@ def lookups_refresh(versions: Sequence[MemoryVersion]) -> None:
     check read it again: they are checked without the suspended item."""
     memo = _lookups.get()
     if memo is not None:
-        for key in [k for k in memo if k[0] in _PREFETCHED or k[0] == "policy"]:
+        for key in [k for k in memo if k[0] in _PREFETCHED]:
             del memo[key]
         memo.update(_prefetch(versions))
 

@@ -3,7 +3,7 @@ cursor that lets PostgreSQL keep the plan of a statement this connection runs of
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,3 +34,10 @@ def prepared_cursor() -> Iterator[Any]:
         cursor = django._prepare_cursor(binding(connection.connection))
     with cursor:
         yield cursor
+
+
+def placeholders(values: Collection[Any]) -> str:
+    """``%s, %s, …`` for ``IN (…)``, one per value, rather than ``= ANY(%s)``: psycopg
+    quotes a list parameter on the client element by element, which cost more than the
+    candidate statement's whole run."""
+    return ", ".join(["%s"] * len(values))

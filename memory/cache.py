@@ -51,7 +51,7 @@ from redis.exceptions import RedisError
 import config.metrics as metrics
 from audit.chain import canonical_json
 from core.models import CacheGeneration
-from core.sql import prepared_cursor
+from core.sql import placeholders, prepared_cursor
 
 logger = logging.getLogger(__name__)
 # What an unreachable or failing Redis raises; anything else is a bug and propagates.
@@ -222,7 +222,7 @@ def _committed_generations(tenant_id: int, keys: list[str]) -> list[int]:
     table, column = quote(CacheGeneration._meta.db_table), quote("key")
     sql = (
         f"SELECT {column}, value FROM {table} "  # noqa: S608 - our own table, bound values
-        f"WHERE tenant_id = %s AND {column} IN ({', '.join(['%s'] * len(keys))})"
+        f"WHERE tenant_id = %s AND {column} IN ({placeholders(keys)})"
     )
     with prepared_cursor() as cursor:
         cursor.execute(sql, [tenant_id, *keys])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 
-from core.sql import prepared_cursor
+from core.sql import placeholders, prepared_cursor
 from memory import resolver
 from memory.models import OPEN_STATUSES, MemoryVersion
 
@@ -42,6 +42,7 @@ _CANDIDATE_COLUMNS = (
     "basis",
     "required_visibility",
 )
+_SELECT = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
 
 # "A newer version of the same item is still open": the active version is in use while its
 # correction is reviewed or checked (``pending_correction``). Written out rather than as
@@ -196,13 +197,13 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     where += ') AND v."tenant_id" = %s AND v."subject_id" = %s'
     params += [request.tenant_id, request.subject_id]
     if request.fields:
-        where += f' AND v."field" IN ({_placeholders(request.fields)})'
+        where += f' AND v."field" IN ({placeholders(request.fields)})'
         params += request.fields
     if request.prefilter:
         where += ' AND (v."scope" <@ %s::jsonb OR v."scope" = \'{"tenant": "*"}\'::jsonb)'
         params.append(json.dumps(dict(request.context)))
     if request.revoked_sources:
-        revoked = _placeholders(request.revoked_sources)
+        revoked = placeholders(request.revoked_sources)
         hit = (
             'EXISTS (SELECT 1 FROM "memory_memoryversion_sources" s '  # noqa: S608 - placeholders
             f'WHERE s."memoryversion_id" = v."id" AND s."source_id" IN ({revoked}))'
@@ -220,19 +221,12 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     if request.with_policy:
         policy = f", {_POLICY_VERSION}, {_POLICY_PRECEDENCE}"
     # The policy subqueries come first in the SELECT list: their parameters precede WHERE's.
-    select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
     sql = (
-        f"SELECT {select}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
+        f"SELECT {_SELECT}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
         f'FROM "memory_memoryversion" v WHERE {where}'
     )
     head: list[Any] = [*_OPEN, *([request.tenant_id] * 2 if request.with_policy else [])]
     return sql, head + params
-
-
-def _placeholders(values: Collection[Any]) -> str:
-    """``IN (%s, …)`` rather than ``= ANY(%s)``: psycopg quotes a list parameter on the
-    client element by element, which cost more than the query's whole run."""
-    return ", ".join(["%s"] * len(values))
 
 
 _OPEN = [str(status) for status in OPEN_STATUSES]
@@ -295,13 +289,15 @@ def candidate_rows(request: CandidateRequest) -> list[Any]:
     with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
-    rows = []
-    for raw in fetched:
-        row = list(raw)
-        for i in _JSON_AT:
-            row[i] = _decode(row[i])
-        rows.append(_Row(*row))
-    return rows
+    return [_decoded(raw) for raw in fetched]
+
+
+def _decoded(values: Sequence[Any]) -> _Row:
+    """A fetched candidate row with its JSON columns decoded."""
+    row = list(values)
+    for i in _JSON_AT:
+        row[i] = _decode(row[i])
+    return _Row(*row)
 
 
 def _pool_rows(
@@ -309,9 +305,8 @@ def _pool_rows(
 ) -> list[tuple[str, tuple[Any, frozenset[str]]]]:
     """Every version of the tenant matching ``where`` (over ``v``), decoded, with its
     subject and the ids of the sources it cites."""
-    select = ", ".join(f'v."{column}"' for column in _CANDIDATE_COLUMNS)
     sql = (
-        f"SELECT {select}, {_PENDING_SQL}, "  # noqa: S608 - constant SQL, bound values
+        f"SELECT {_SELECT}, {_PENDING_SQL}, "  # noqa: S608 - constant SQL, bound values
         'ARRAY(SELECT s."source_id" FROM "memory_memoryversion_sources" s '
         'WHERE s."memoryversion_id" = v."id"), v."subject_id" '
         'FROM "memory_memoryversion" v '
@@ -320,13 +315,7 @@ def _pool_rows(
     with connection.cursor() as cursor:
         cursor.execute(sql, [*_OPEN, tenant_id, *params])
         fetched = cursor.fetchall()
-    rows = []
-    for raw in fetched:
-        row = list(raw[:-2])
-        for i in _JSON_AT:
-            row[i] = _decode(row[i])
-        rows.append((str(raw[-1]), (_Row(*row), frozenset(raw[-2]))))
-    return rows
+    return [(str(raw[-1]), (_decoded(raw[:-2]), frozenset(raw[-2]))) for raw in fetched]
 
 
 @dataclass(frozen=True)
@@ -345,7 +334,7 @@ class CandidatePool:
     def load(cls, tenant_id: int, subject_id: str, fields: tuple[str, ...]) -> CandidatePool:
         rows = _pool_rows(
             tenant_id,
-            f'v."subject_id" = %s AND v."field" IN ({_placeholders(fields)})',
+            f'v."subject_id" = %s AND v."field" IN ({placeholders(fields)})',
             [subject_id, *fields],
         )
         return cls(tenant_id, subject_id, tuple(fields), tuple(row for _, row in rows))
