@@ -85,7 +85,12 @@ def memory_corrected(
 
 
 def resolved(principal: Principal, data: Any) -> dict[str, Any]:
-    valid = validated(ResolveInput, data)
+    return resolved_valid(principal, validated(ResolveInput, data))
+
+
+def resolved_valid(principal: Principal, valid: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to input already validated (by ``ResolveInput`` or, on the hot path,
+    ``plain_resolve_input``)."""
     fields = valid.get("fields")
     return resolution.resolve_for(
         principal,
