@@ -8,7 +8,7 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.utils import extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,10 +32,9 @@ from approvals.revalidation import (
 )
 from core.errors import NotFound
 from core.inputs import strict_int
-from core.principals import Principal
 from core.times import iso
 from memory import answers, selectors
-from memory.auth import ApiKeyAuthentication, throttle_wait
+from memory.auth import ApiKeyAuthentication
 from memory.serializers import ResolveInput, plain_resolve_input
 
 
@@ -51,22 +50,21 @@ class RevalidateInput(serializers.Serializer[Any]):
 PLAIN_BODY_BYTES = 64 * 1024
 
 
-def plain_call(request: HttpRequest) -> tuple[Principal, dict[str, Any]] | None:
-    """The caller and its validated input when the request is the one agents send on
-    every call: an agent's bearer key within its rate, a small JSON body that
-    ``plain_resolve_input`` takes, JSON accepted back, no ``Idempotency-Key``. Anything
-    else (and any refusal) is None: DRF's full path then answers it, errors and all,
-    exactly as for every other operation. Nothing here has a side effect but the key's
-    ``last_used_at`` and the throttle's count, which the full path would make too; a
-    refused throttle counts nothing, so a request passed on is not counted twice."""
+def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
+    """The bearer key and the validated input when the request is the one agents send on
+    every call: a small JSON body that ``plain_resolve_input`` takes, JSON accepted back,
+    no ``Idempotency-Key``. Anything else is None: DRF's full path then answers it,
+    errors and all, exactly as for every other operation."""
     meta = request.META
+    scheme, _, raw_key = meta.get("HTTP_AUTHORIZATION", "").partition(" ")
     if (
         request.method != "POST"
+        or scheme != ApiKeyAuthentication.keyword
+        or not raw_key.strip()
         or "HTTP_IDEMPOTENCY_KEY" in meta
         or meta.get("HTTP_ACCEPT", "*/*") not in ("*/*", "application/json")
         or request.content_type != "application/json"
         or (request.content_params or {}).get("charset", "utf-8").lower() not in ("utf-8", "utf8")
-        or not meta.get("HTTP_AUTHORIZATION", "").startswith("Bearer ")
     ):
         return None
     length = strict_int(meta.get("CONTENT_LENGTH", ""))
@@ -74,27 +72,24 @@ def plain_call(request: HttpRequest) -> tuple[Principal, dict[str, Any]] | None:
         return None
     try:
         valid = plain_resolve_input(orjson.loads(request.body))
-        authenticated = ApiKeyAuthentication().authenticate(request)  # type: ignore[arg-type]
-    except (orjson.JSONDecodeError, exceptions.AuthenticationFailed):
+    except orjson.JSONDecodeError:
         return None
-    if valid is None or authenticated is None:
-        return None
-    principal = authenticated[1]
-    if throttle_wait(principal) is not None:
-        return None
-    return principal, valid
+    return None if valid is None else (raw_key.strip(), valid)
 
 
 class ResolveView(MemgovAPIView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         """Resolve is the call agents make before every task: its usual request skips
-        DRF's negotiation, parsing, serializer and rendering (half of a cached answer's
-        CPU) and gets the same answer. Everything else goes through DRF."""
+        DRF's negotiation, parsing, serializer and rendering, and the round trips the
+        hot path shares (``answers.resolved_for_key``), and gets the same answer. Every
+        other request, and every refusal, goes through DRF."""
         call = plain_call(request)
         if call is None:
             return super().dispatch(request, *args, **kwargs)
         try:
-            body = answers.resolved_valid(*call)
+            body = answers.resolved_for_key(*call)
+        except answers.PassOn:
+            return super().dispatch(request, *args, **kwargs)
         except Exception as exc:  # answered as DRF answers it, or re-raised (a 500)
             self.args, self.kwargs = args, kwargs
             self.request = self.initialize_request(request, *args, **kwargs)

@@ -199,9 +199,8 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
         resolution.cached_resolution(principal, request(0), timezone.now())
         with client.pipeline(transaction=False) as pipe:
             for i in range(1, count):
-                key, _ = cache._read(
-                    tenant.pk, subject_id, resolution.cache_shape(principal, request(i))
-                )
+                shape = resolution.cache_shape(principal, request(i))
+                key, _ = cache._read(tenant.pk, subject_id, shape, cache.ReadAlong())
                 pipe.set(key, b'{"facts":[]}', px=120_000)
             pipe.execute()
         generation = cache.subject_generation_key(tenant.pk, subject_id)

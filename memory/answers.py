@@ -11,8 +11,9 @@ from typing import Any
 from rest_framework import serializers
 
 from core.errors import InvalidContent, NotFound
-from core.principals import Principal
-from memory import proposals, resolution, selectors, sources
+from core.principals import Principal, principal_for_key
+from memory import cache, keys, proposals, ratelimit, resolution, selectors, sources
+from memory.auth import PrincipalRateThrottle
 from memory.retrievals import task_record
 from memory.serializers import (
     CorrectionInput,
@@ -88,7 +89,36 @@ def resolved(principal: Principal, data: Any) -> dict[str, Any]:
     return resolved_valid(principal, validated(ResolveInput, data))
 
 
-def resolved_valid(principal: Principal, valid: Mapping[str, Any]) -> dict[str, Any]:
+class PassOn(Exception):
+    """The hot path leaves this request to the full one, which answers or refuses it in
+    its own words: the key is unknown or revoked, or the caller is over its rate (not
+    counted, so the full path's throttle counts it once)."""
+
+
+def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
+    """``resolved_valid`` for a caller known by a bearer key, in two round trips before
+    any answer is computed: one statement checks the key and reads the committed cache
+    generations, one Redis script counts the caller's rate and reads the cached answer.
+    Raises ``PassOn`` rather than refusing."""
+    subject = valid["subject"]
+    found = keys.api_key_with_generations(
+        raw_key,
+        (lambda tenant_id: cache.generation_keys(tenant_id, subject)) if cache.enabled() else None,
+    )
+    if found is None:
+        raise PassOn
+    key, committed = found
+    principal = principal_for_key(key)
+    window = PrincipalRateThrottle().window(principal)
+    try:
+        return resolved_valid(principal, valid, cache.ReadAlong(committed, window))
+    except ratelimit.RateExceeded as exc:
+        raise PassOn from exc
+
+
+def resolved_valid(
+    principal: Principal, valid: Mapping[str, Any], along: cache.ReadAlong | None = None
+) -> dict[str, Any]:
     """The answer to input already validated (by ``ResolveInput`` or, on the hot path,
     ``plain_resolve_input``)."""
     fields = valid.get("fields")
@@ -103,6 +133,7 @@ def resolved_valid(principal: Principal, valid: Mapping[str, Any]) -> dict[str, 
             task_id=valid.get("task_id") or None,
             explain=valid["explain"],
         ),
+        along,
     )
 
 

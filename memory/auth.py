@@ -10,7 +10,7 @@ from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
 from core.principals import Principal, principal_for_key, principal_for_user
-from memory import cache
+from memory import cache, ratelimit
 from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
@@ -71,35 +71,16 @@ class IsTenantPrincipal(permissions.BasePermission):
         return True
 
 
-# Sliding-window counter: this window's count plus the overlapping share of the previous
-# one. Read and incremented atomically, so concurrent requests cannot lose updates.
-_SLIDING_WINDOW = """
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
-if previous * tonumber(ARGV[1]) + current >= tonumber(ARGV[2]) then
-  return {0, current, previous}
-end
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return {1, current + 1, previous}
-"""
-
-
-def _until_allowed(limit: int, period: int, current: int, previous: int, elapsed: float) -> float:
-    """Seconds until the previous window's share has decayed enough for one more request."""
-    if current >= limit or previous == 0:
-        return period - elapsed
-    return max(0.0, period * (1 - (limit - current) / previous) - elapsed)
-
-
 class PrincipalRateThrottle(throttling.SimpleRateThrottle):
     """One bucket per API key (or per person for sessions).
 
-    With Redis it is a sliding-window counter, one round trip per request. DRF's default
-    keeps every request's timestamp in one cache value that each request reads and writes
-    back whole (up to ``num_requests`` floats each way, and concurrent requests overwrite
-    each other's entries, letting more through than the rate). Without Redis (a single
-    process on the local-memory cache) DRF's default is kept."""
+    With Redis it is a sliding-window counter (``memory.ratelimit``): one round trip per
+    request, or none of its own on resolve's hot path, where it rides on the cache's read
+    (``answers.resolved_for_key``). DRF's default keeps every request's timestamp in one
+    cache value that each request reads and writes back whole (up to ``num_requests``
+    floats each way, and concurrent requests overwrite each other's entries, letting more
+    through than the rate). Without Redis (a single process on the local-memory cache)
+    DRF's default is kept."""
 
     scope = "principal"
     _retry_after: float | None = None
@@ -111,29 +92,25 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
+    def window(self, principal: Principal) -> ratelimit.Window | None:
+        """The caller's counters at this instant, when Redis keeps them (else None)."""
+        limit, period = self.parse_rate(self.rate)
+        if not settings.REDIS_URL or limit is None or period is None:
+            return None
+        ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
+        bucket = self.cache_format % {"scope": self.scope, "ident": ident}
+        return ratelimit.Window(bucket=bucket, limit=limit, period=period, now=self.timer())
+
     def allow_request(self, request: Request, view: APIView) -> bool:
         if not settings.REDIS_URL:
             return super().allow_request(request, view)
-        if not cache.redis_usable():
-            return True  # Redis failed moments ago: serving beats throttling
-        self.key = self.get_cache_key(request, view)
-        limit, period = self.parse_rate(self.rate)
-        if self.key is None or limit is None or period is None:
+        principal = request.auth if isinstance(request.auth, Principal) else None
+        window = self.window(principal) if principal is not None else None
+        if window is None:
             return True
-        window, elapsed = divmod(self.timer(), period)
-        try:
-            allowed, current, previous = cache.run_script(
-                "throttle",
-                _SLIDING_WINDOW,
-                [f"{self.key}:{int(window)}", f"{self.key}:{int(window) - 1}"],
-                [1 - elapsed / period, limit, period * 2000],
-            )
-        except cache.REDIS_DOWN:  # the cache is down: serving beats throttling
-            cache.redis_failed("throttle")
-            return True
-        if not allowed:
-            self._retry_after = _until_allowed(limit, period, int(current), int(previous), elapsed)
-        return bool(allowed)
+        self.key = window.bucket
+        self._retry_after = cache.admit(window)
+        return self._retry_after is None
 
     def wait(self) -> float | None:
         if self._retry_after is not None:

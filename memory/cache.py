@@ -37,7 +37,8 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,6 +53,7 @@ import config.metrics as metrics
 from audit.chain import canonical_json
 from core.models import CacheGeneration
 from core.sql import placeholders, prepared_cursor
+from memory import ratelimit
 
 logger = logging.getLogger(__name__)
 # What an unreachable or failing Redis raises; anything else is a bug and propagates.
@@ -82,12 +84,26 @@ local boot = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
 """
 )
 
-_READ = (
+_READ_FUNCTION = (
     _GENERATION
     + """
-local key = ARGV[3] .. boot .. ':' .. generation(KEYS[1], ARGV[1]) .. ':'
-  .. generation(KEYS[2], ARGV[2]) .. ':' .. ARGV[4]
-return {key, redis.call('GET', key)}
+local function read()
+  local key = ARGV[3] .. boot .. ':' .. generation(KEYS[1], ARGV[1]) .. ':'
+    .. generation(KEYS[2], ARGV[2]) .. ':' .. ARGV[4]
+  return {key, redis.call('GET', key)}
+end
+"""
+)
+_READ = _READ_FUNCTION + "return read()\n"
+# The caller's rate first (its own keys and arguments follow the read's), then the read.
+_ADMIT_AND_READ = (
+    _READ_FUNCTION
+    + ratelimit.FUNCTION
+    + """
+local verdict = admitted(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
+if verdict[1] == 0 then return verdict end
+local found = read()
+return {1, found[1], found[2]}
 """
 )
 
@@ -157,6 +173,22 @@ def redis_failed(what: str) -> None:
         stats[f"{what}_failures"],
         exc_info=True,
     )
+
+
+def admit(window: ratelimit.Window) -> float | None:
+    """Count a request in its rate window: None when it is within the rate, else the
+    seconds to wait. When Redis fails (or failed moments ago), None: serving beats
+    throttling."""
+    if not redis_usable():
+        return None
+    try:
+        allowed, current, previous = run_script(
+            "throttle", ratelimit.SCRIPT, window.keys, window.args
+        )
+    except REDIS_DOWN:
+        redis_failed("throttle")
+        return None
+    return None if allowed else window.wait(int(current), int(previous))
 
 
 def _bump_keys(keys: Iterable[str]) -> None:
@@ -241,25 +273,49 @@ def invalidate_policy_on_commit(tenant_id: int) -> None:
     _bump_on_commit({(tenant_id, policy_generation_key(tenant_id))})
 
 
-def _entry_affix(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, str]:
-    committed = _committed_generations(
-        tenant_id,
-        [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)],
-    )
-    described = canonical_json({"committed": committed, **shape})
+def generation_keys(tenant_id: int, subject_id: str) -> list[str]:
+    """The generations an answer about the subject is cached under, in the order the
+    entry's key and ``ReadAlong.committed`` name them."""
+    return [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)]
+
+
+@dataclass(frozen=True)
+class ReadAlong:
+    """What resolve's hot path hands the cache so that it makes no round trip of its own
+    for them: the committed generations, read in the statement that checked the caller's
+    key (before the answer is computed, as ``_entry_affix`` would read them), and the
+    caller's rate window, counted by the read's own script."""
+
+    committed: Sequence[int] | None = None
+    window: ratelimit.Window | None = None
+
+
+def _entry_affix(
+    tenant_id: int, subject_id: str, shape: Mapping[str, Any], committed: Sequence[int] | None
+) -> tuple[str, str]:
+    if committed is None:
+        committed = _committed_generations(tenant_id, generation_keys(tenant_id, subject_id))
+    described = canonical_json({"committed": list(committed), **shape})
     digest = hashlib.sha256(described.encode()).hexdigest()[:32]
     return f"mg:res:{tenant_id}:{subject_id}:", digest
 
 
-def _read(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, bytes | None]:
-    """The entry key under the current generations, and the entry if there is one."""
-    prefix, digest = _entry_affix(tenant_id, subject_id, shape)
-    key, entry = run_script(
-        "read",
-        _READ,
-        [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)],
-        [_fresh_start(), _fresh_start(), prefix, digest],
-    )
+def _read(
+    tenant_id: int, subject_id: str, shape: Mapping[str, Any], along: ReadAlong
+) -> tuple[str, bytes | None]:
+    """The entry key under the current generations, and the entry if there is one.
+    Raises ``RateExceeded`` when the window along is over its rate (nothing read)."""
+    prefix, digest = _entry_affix(tenant_id, subject_id, shape, along.committed)
+    keys = generation_keys(tenant_id, subject_id)
+    args = [_fresh_start(), _fresh_start(), prefix, digest]
+    if along.window is None:
+        key, entry = run_script("read", _READ, keys, args)
+    else:
+        window = along.window
+        verdict = run_script("admit-read", _ADMIT_AND_READ, keys + window.keys, args + window.args)
+        if not verdict[0]:
+            raise ratelimit.RateExceeded(window.wait(int(verdict[1]), int(verdict[2])))
+        key, entry = verdict[1], verdict[2]
     return key.decode(), entry
 
 
@@ -273,12 +329,18 @@ def get_or_compute(
     subject_id: str,
     shape: Mapping[str, Any],
     compute: Callable[[], Computed],
+    along: ReadAlong | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The cached answer about one subject for ``shape`` (everything else the answer
     depends on: labels, context, …), or ``compute()``'s, stored until its end of truth.
-    Returns the answer and whether it came from the cache."""
+    Returns the answer and whether it came from the cache. A window ``along`` is counted
+    whenever Redis is used (``RateExceeded`` when over), and it is used unless the cache
+    is off here (``admit`` first, then) or Redis failed (when the throttle lets all in)."""
+    along = along or ReadAlong()
     if not enabled():
         metrics.resolve_cache_outcome("disabled")
+        if along.window is not None and (wait := admit(along.window)) is not None:
+            raise ratelimit.RateExceeded(wait)
         return compute()[0], False
     if not redis_usable():
         stats["bypassed"] += 1
@@ -286,7 +348,7 @@ def get_or_compute(
         return compute()[0], False
     try:
         _flush_pending()
-        key, entry = _read(tenant_id, subject_id, shape)
+        key, entry = _read(tenant_id, subject_id, shape, along)
     except REDIS_DOWN:
         redis_failed("read")
         metrics.resolve_cache_outcome("error")

@@ -7,6 +7,7 @@ import hmac
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -15,8 +16,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from core.models import ApiKey, Tenant
-from core.sql import prepared_cursor
+from core.models import ApiKey, CacheGeneration, Tenant
+from core.sql import placeholders, prepared_cursor
 
 KEY_PREFIX = "mg"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -53,6 +54,7 @@ class _Remembered:
 _KEY_FIELDS = [f.attname for f in ApiKey._meta.concrete_fields]
 _KEY_ID = _KEY_FIELDS.index("id")
 _TENANT_FIELDS = [f.attname for f in Tenant._meta.concrete_fields]
+_TENANT_ID = _TENANT_FIELDS.index("id")
 _remembered: dict[str, _Remembered] = {}
 
 
@@ -65,16 +67,33 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
     Revocation, expiry and label changes, however they are made, apply to the next
     request. Person keys are loaded whole each time, with their user and membership: a
     deactivated person is refused, and the key carries the person's current labels."""
+    found = api_key_with_generations(raw, None)
+    return None if found is None else found[0]
+
+
+# The committed generations (``memory.cache``) a caller wants read with the key, by tenant.
+GenerationKeys = Callable[[int], list[str]]
+
+
+def api_key_with_generations(
+    raw: str, generation_keys: GenerationKeys | None
+) -> tuple[ApiKey, list[int] | None] | None:
+    """``api_key_for_raw``, and, when the key is remembered, the committed generations
+    ``generation_keys(tenant id)`` names, read by the statement that checks the key
+    (resolve's hot path: one query rather than two). None for them otherwise."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
     digest = hash_key(raw)
     remembered = _remembered.get(digest)
+    committed = None
     if remembered is not None and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS:
-        labels = _live_labels(remembered.key_row[_KEY_ID])
-        if labels is _REVOKED:
+        wanted = generation_keys(remembered.tenant_row[_TENANT_ID]) if generation_keys else []
+        live = _live(remembered.key_row[_KEY_ID], wanted)
+        if live is None:
             _remembered.pop(digest, None)
             return None
+        labels, committed = live
         key = remembered.build(labels)
     else:
         _remembered.pop(digest, None)
@@ -86,24 +105,37 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
             remembered = _remember(digest, key)
     if _touch(key) and remembered is not None:
         remembered.key_row = _row(key, _KEY_FIELDS)
-    return key
+    return key, committed
 
 
-_REVOKED: Any = object()
-
-
-def _live_labels(key_id: int) -> Any:
-    """The key's current labels, or ``_REVOKED`` when it is revoked, expired (or gone)."""
-    table = connection.ops.quote_name(ApiKey._meta.db_table)
-    sql = (
-        f"SELECT labels FROM {table} WHERE id = %s AND revoked_at IS NULL"  # noqa: S608
-        " AND (expires_at IS NULL OR expires_at > %s)"
-    )
+def _live(key_id: int, generation_keys: list[str]) -> tuple[Any, list[int] | None] | None:
+    """The key's current labels and the committed generations asked for (None when none
+    are), or None when the key is revoked, expired (or gone)."""
+    quote = connection.ops.quote_name
+    keys_table = quote(ApiKey._meta.db_table)
+    live = "k.id = %s AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > %s)"
+    if not generation_keys:
+        sql = f"SELECT k.labels FROM {keys_table} k WHERE {live}"  # noqa: S608 - bound values
+        params: list[Any] = [key_id, timezone.now()]
+    else:
+        generations, name = quote(CacheGeneration._meta.db_table), quote("key")
+        sql = (
+            f"SELECT k.labels, g.{name}, g.value FROM {keys_table} k "  # noqa: S608 - bound values
+            f"LEFT JOIN {generations} g ON g.tenant_id = k.tenant_id "
+            f"AND g.{name} IN ({placeholders(generation_keys)}) WHERE {live}"
+        )
+        params = [*generation_keys, key_id, timezone.now()]
     with prepared_cursor() as cursor:
-        cursor.execute(sql, [key_id, timezone.now()])
-        row = cursor.fetchone()
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None
     # Both backends hand JSON columns over as text (Django decodes them in the ORM).
-    return _REVOKED if row is None else json.loads(row[0])
+    labels = json.loads(rows[0][0])
+    if not generation_keys:
+        return labels, None
+    found = {row[1]: row[2] for row in rows if row[1] is not None}
+    return labels, [found.get(key, 0) for key in generation_keys]
 
 
 def _load(prefix: str, digest: str) -> ApiKey | None:

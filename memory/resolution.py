@@ -17,7 +17,7 @@ from django.utils import timezone
 from config import metrics
 from core.principals import Principal
 from core.times import iso
-from memory import cache, resolver
+from memory import cache, ratelimit, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
@@ -196,27 +196,36 @@ def cache_shape(principal: Principal, request: ResolveRequest) -> dict[str, Any]
 
 
 def cached_resolution(
-    principal: Principal, request: ResolveRequest, now: datetime
+    principal: Principal,
+    request: ResolveRequest,
+    now: datetime,
+    along: cache.ReadAlong | None = None,
 ) -> dict[str, Any]:
     """Only answers for "now" are cached; a hit is restamped with this instant."""
     if request.valid_at is not None or request.known_at is not None:
         metrics.resolve_cache_outcome("uncacheable")
+        window = along.window if along is not None else None
+        if window is not None and (wait := cache.admit(window)) is not None:
+            raise ratelimit.RateExceeded(wait)
         return _fresh(principal, request, now)[0]
     body, hit = cache.get_or_compute(
         tenant_id=principal.tenant.pk,
         subject_id=request.subject,
         shape=cache_shape(principal, request),
         compute=lambda: _fresh(principal, request, now),
+        along=along,
     )
     if hit:
         body["valid_at"] = body["known_at"] = iso(now)
     return body
 
 
-def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
+def resolve_for(
+    principal: Principal, request: ResolveRequest, along: cache.ReadAlong | None = None
+) -> dict[str, Any]:
     now = timezone.now()
     with metrics.RESOLVE_LATENCY.time():
-        body = cached_resolution(principal, request, now)
+        body = cached_resolution(principal, request, now, along)
     if request.task_id:
         record = retrieval_record(
             principal=principal,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
+import pytest
 from django.utils import timezone
 
 from core.models import ApiKey
@@ -141,3 +142,38 @@ def test_person_keys_are_loaded_whole_on_every_request(private_redis, world):
 
     assert statuses == [200, 200]
     assert keys._remembered == {}
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cache-on", "cache-off"])
+def test_resolve_counts_each_request_once_whether_answered_on_the_hot_path_or_passed_on(
+    private_redis, world, monkeypatch, settings, cached
+):
+    """On resolve's hot path the rate is counted in the cache's own Redis script (or on
+    its own with the cache off); a refused request is passed to DRF's throttle, which
+    refuses it in its words, having counted nothing twice."""
+    settings.MEMGOV_RESOLVE_CACHE = cached
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "3/min", raising=False)
+    subject = dana(world)
+    agent = world.client("agent")
+
+    answers = [agent.post("/api/v1/resolve", {"subject": subject}, format="json") for _ in "1234"]
+
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[-1]["Content-Type"] == "application/problem+json"
+    assert 1 <= int(answers[-1]["Retry-After"]) <= 60
+    assert world.client("rita").get("/api/v1/policy").status_code == 200
+
+
+def test_a_key_revoked_behind_the_services_back_is_refused_on_the_resolve_hot_path(
+    private_redis, world
+):
+    subject = dana(world)
+    agent = world.client("agent")
+    for _ in "12":  # remembered, and answered from the cache
+        assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
+
+    ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
+    refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert refused.status_code == 401
+    assert refused["Content-Type"] == "application/problem+json"

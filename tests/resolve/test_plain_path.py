@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.utils import timezone
+from rest_framework.views import APIView
 
 from api import resolve as resolve_api
+from api.base import MemgovAPIView
 from core.models import ApiKey
 from memory.models import MemoryVersion
 
@@ -19,16 +21,21 @@ PATH = "/api/v1/resolve"
 
 @pytest.fixture
 def taken(monkeypatch) -> list[bool]:
-    """One entry per resolve request: whether the hot path answered it."""
+    """One entry per resolve request: whether the hot path answered it (DRF's full
+    path, ``MemgovAPIView.dispatch``, was not called)."""
     seen: list[bool] = []
-    plain_call = resolve_api.plain_call
+    hot, full = resolve_api.ResolveView.dispatch, APIView.dispatch
 
-    def spy(request: Any) -> Any:
-        call = plain_call(request)
-        seen.append(call is not None)
-        return call
+    def hot_first(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(True)
+        return hot(self, request, *args, **kwargs)
 
-    monkeypatch.setattr(resolve_api, "plain_call", spy)
+    def full_after(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        seen[-1] = False
+        return full(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(resolve_api.ResolveView, "dispatch", hot_first)
+    monkeypatch.setattr(MemgovAPIView, "dispatch", full_after, raising=False)
     return seen
 
 
