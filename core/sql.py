@@ -3,12 +3,16 @@ cursor that lets PostgreSQL keep the plan of a statement this connection runs of
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
+from psycopg import postgres
+from psycopg.pq import Format
 
 
 @contextmanager
@@ -21,19 +25,68 @@ def prepared_cursor() -> Iterator[Any]:
     turned on here, which changes nothing for those cursors. Wrapped as Django wraps its
     cursors, so query logging, ``execute_wrapper`` and error translation behave the same.
     Elsewhere (SQLite) it is Django's cursor."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
+    django: Any = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up
+    if django.vendor != "postgresql":
+        with django.cursor() as cursor:
             yield cursor
         return
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    django: Any = connection  # ``_prepare_cursor`` is how Django wraps every cursor
-    binding: Any = ServerBindingCursor
-    with connection.wrap_database_errors:
-        connection.connection.prepare_threshold = 0
-        cursor = django._prepare_cursor(binding(connection.connection))
-    with cursor:
+    django.close_if_health_check_failed()
+    django.ensure_connection()
+    with django.wrap_database_errors:
+        raw = _binding_cursor(django)
+        cursor = django._prepare_cursor(raw)  # how Django wraps every cursor
+    if raw is not _kept.get(django.connection):
+        with cursor:
+            yield cursor
+        return
+    _kept.in_use = True
+    try:
         yield cursor
+    finally:
+        _kept.in_use = False
+
+
+class _KeptCursor(threading.local):
+    """One server-binding cursor per thread and database connection, kept open between
+    uses: a new cursor reads the result's column loaders afresh on its first execute,
+    which cost a third of a short statement's client time."""
+
+    connection: Any = None
+    cursor: Any = None
+    in_use = False
+
+    def get(self, connection: Any) -> Any:
+        return self.cursor if self.connection is connection and not self.cursor.closed else None
+
+
+_kept = _KeptCursor()
+
+
+def _binding_cursor(django: Any) -> Any:
+    """The kept cursor of this connection, a new one kept in its place (the connection is
+    new), or, while the kept one is in use (a statement run inside another's block), a
+    fresh one for the caller to close."""
+    kept = _kept.get(django.connection)
+    if kept is not None and not _kept.in_use:
+        return kept
+    binding: Any = ServerBindingCursor
+    django.connection.prepare_threshold = 0
+    raw = binding(django.connection)
+    if django.timezone_name == "UTC":
+        raw.adapters.register_loader("timestamptz", _timestamptz_loader())
+    if kept is None and not _kept.in_use:
+        _kept.connection, _kept.cursor = django.connection, raw
+    return raw
+
+
+@cache
+def _timestamptz_loader() -> Any:
+    """psycopg's own ``timestamptz`` loader (compiled, with its binary implementation).
+    Django replaces it, on every connection, with a Python subclass that sets the
+    connection's time zone on each value: reading the five instants of each candidate
+    took a tenth of a cold resolve. In a UTC session, psycopg's own gives the same
+    instants, in UTC."""
+    return postgres.adapters.get_loader(postgres.types["timestamptz"].oid, Format.TEXT)
 
 
 def placeholders(values: Collection[Any]) -> str:
