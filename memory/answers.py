@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from rest_framework import serializers
 
 from core.errors import InvalidContent, NotFound
@@ -96,28 +97,34 @@ class PassOn(Exception):
 
 
 def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
-    """``resolved_valid`` for a caller known by a bearer key, in two round trips before
-    any answer is computed: one statement checks the key and reads the committed cache
-    generations, one Redis script counts the caller's rate and reads the cached answer.
-    Raises ``PassOn`` rather than refusing."""
+    """``resolved_valid`` for a caller known by a bearer key, with each check riding on a
+    round trip the answer needs anyway. With the cache: one statement checks the key and
+    reads the committed generations, one Redis script counts the caller's rate and reads
+    the cached answer. Without it (on PostgreSQL): the candidate statement checks the
+    key, and the rate is counted on its own. Raises ``PassOn`` rather than refusing."""
     subject = valid["subject"]
+    cached = cache.enabled()
     found = keys.api_key_with_generations(
         raw_key,
-        (lambda tenant_id: cache.generation_keys(tenant_id, subject)) if cache.enabled() else None,
+        (lambda tenant_id: cache.generation_keys(tenant_id, subject)) if cached else None,
+        check_later=not cached and connection.vendor == "postgresql",
     )
     if found is None:
         raise PassOn
-    key, committed = found
+    key, committed, key_check = found
     principal = principal_for_key(key)
     window = PrincipalRateThrottle().window(principal)
     try:
-        return resolved_valid(principal, valid, cache.ReadAlong(committed, window))
-    except ratelimit.RateExceeded as exc:
+        return resolved_valid(principal, valid, cache.ReadAlong(committed, window), key_check)
+    except (ratelimit.RateExceeded, keys.KeyRefused) as exc:
         raise PassOn from exc
 
 
 def resolved_valid(
-    principal: Principal, valid: Mapping[str, Any], along: cache.ReadAlong | None = None
+    principal: Principal,
+    valid: Mapping[str, Any],
+    along: cache.ReadAlong | None = None,
+    key_check: keys.KeyCheck | None = None,
 ) -> dict[str, Any]:
     """The answer to input already validated (by ``ResolveInput`` or, on the hot path,
     ``plain_resolve_input``)."""
@@ -134,6 +141,7 @@ def resolved_valid(
             explain=valid["explain"],
         ),
         along,
+        key_check,
     )
 
 

@@ -53,6 +53,7 @@ class _Remembered:
 
 _KEY_FIELDS = [f.attname for f in ApiKey._meta.concrete_fields]
 _KEY_ID = _KEY_FIELDS.index("id")
+_KEY_LABELS = _KEY_FIELDS.index("labels")
 _TENANT_FIELDS = [f.attname for f in Tenant._meta.concrete_fields]
 _TENANT_ID = _TENANT_FIELDS.index("id")
 _remembered: dict[str, _Remembered] = {}
@@ -75,19 +76,64 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
 GenerationKeys = Callable[[int], list[str]]
 
 
+@dataclass(frozen=True)
+class KeyCheck:
+    """A remembered key whose check is left to the caller's next statement (resolve's
+    candidate statement, with the cache off): it reads the key's labels where it is live
+    (``KEY_LABELS_SQL``), and ``confirmed_labels`` decides before anything is answered."""
+
+    key_id: int
+    digest: str
+
+
+# The key's labels as text, or NULL when it is revoked, expired or gone: %s = id, now.
+KEY_LABELS_SQL = (
+    f'(SELECT CAST("labels" AS text) FROM "{ApiKey._meta.db_table}" WHERE "id" = %s '  # noqa: S608
+    'AND "revoked_at" IS NULL AND ("expires_at" IS NULL OR "expires_at" > %s))'
+)
+NOT_READ: Any = object()
+
+
+class KeyRefused(Exception):
+    """The key a ``KeyCheck`` stood for is revoked, expired or gone."""
+
+
+def confirmed_labels(check: KeyCheck, read: str | None) -> Any:
+    """The key's current labels from what a statement read (``NOT_READ`` when it returned
+    no row: then the key is read now); ``KeyRefused`` when it is no longer live."""
+    if read is NOT_READ:
+        live = _live(check.key_id, [])
+        read = None if live is None else live[0]
+    elif read is not None:
+        read = json.loads(read)
+    if read is None:
+        _remembered.pop(check.digest, None)
+        raise KeyRefused
+    return read
+
+
 def api_key_with_generations(
-    raw: str, generation_keys: GenerationKeys | None
-) -> tuple[ApiKey, list[int] | None] | None:
+    raw: str, generation_keys: GenerationKeys | None, *, check_later: bool = False
+) -> tuple[ApiKey, list[int] | None, KeyCheck | None] | None:
     """``api_key_for_raw``, and, when the key is remembered, the committed generations
     ``generation_keys(tenant id)`` names, read by the statement that checks the key
-    (resolve's hot path: one query rather than two). None for them otherwise."""
+    (resolve's hot path: one query rather than two). None for them otherwise. With
+    ``check_later``, a remembered key is not read here: it comes with the ``KeyCheck``
+    the caller must confirm before it answers anything (its labels are the remembered
+    ones until then)."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
     digest = hash_key(raw)
     remembered = _remembered.get(digest)
     committed = None
-    if remembered is not None and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS:
+    fresh = remembered is not None and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
+    if remembered is not None and fresh and check_later:
+        key = remembered.build(remembered.key_row[_KEY_LABELS])
+        if _touch(key):
+            remembered.key_row = _row(key, _KEY_FIELDS)
+        return key, None, KeyCheck(key_id=key.pk, digest=digest)
+    if remembered is not None and fresh:
         wanted = generation_keys(remembered.tenant_row[_TENANT_ID]) if generation_keys else []
         live = _live(remembered.key_row[_KEY_ID], wanted)
         if live is None:
@@ -105,7 +151,7 @@ def api_key_with_generations(
             remembered = _remember(digest, key)
     if _touch(key) and remembered is not None:
         remembered.key_row = _row(key, _KEY_FIELDS)
-    return key, committed
+    return key, committed, None
 
 
 def _live(key_id: int, generation_keys: list[str]) -> tuple[Any, list[int] | None] | None:

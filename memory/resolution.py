@@ -7,7 +7,7 @@ retrieval record (what the agent was told)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from django.utils import timezone
 from config import metrics
 from core.principals import Principal
 from core.times import iso
-from memory import cache, ratelimit, resolver
+from memory import cache, keys, ratelimit, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
@@ -89,10 +89,18 @@ def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datet
     return min(moments, default=None)
 
 
-def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Decision:
-    """The answer without side effects: shared by the API, the cache and the dashboard."""
+def decide(
+    principal: Principal,
+    request: ResolveRequest,
+    now: datetime,
+    key_check: keys.KeyCheck | None = None,
+) -> Decision:
+    """The answer without side effects: shared by the API, the cache and the dashboard.
+    A ``key_check`` (resolve's hot path, cache off) is read by the candidate statement
+    and confirmed before anything else: ``KeyRefused`` when the key is no longer live,
+    else the caller's current labels are the ones that decide."""
     valid_at, known_at = request.valid_at or now, request.known_at or now
-    candidates, current = load_candidates_and_policy(
+    candidates, current, key_read = load_candidates_and_policy(
         CandidateRequest(
             tenant_id=principal.tenant.pk,
             subject_id=request.subject,
@@ -100,8 +108,12 @@ def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Deci
             context=request.context,
             known_at=known_at,
             prefilter=not request.explain,
+            key_check=key_check.key_id if key_check is not None else None,
         )
     )
+    if key_check is not None:
+        labels = keys.confirmed_labels(key_check, key_read)
+        principal = replace(principal, labels=frozenset(str(label) for label in labels))
     if current is None or request.known_at is not None:
         # No candidate row carried the policy (nor proved the subject exists), or the
         # question is about the past, where an erased subject's versions still had a use.
@@ -180,8 +192,13 @@ def retrieval_record(
     return record
 
 
-def _fresh(principal: Principal, request: ResolveRequest, now: datetime) -> cache.Computed:
-    decision = decide(principal, request, now)
+def _fresh(
+    principal: Principal,
+    request: ResolveRequest,
+    now: datetime,
+    key_check: keys.KeyCheck | None = None,
+) -> cache.Computed:
+    decision = decide(principal, request, now, key_check)
     return resolution_body(decision, explain=request.explain), decision.next_change
 
 
@@ -200,19 +217,23 @@ def cached_resolution(
     request: ResolveRequest,
     now: datetime,
     along: cache.ReadAlong | None = None,
+    key_check: keys.KeyCheck | None = None,
 ) -> dict[str, Any]:
-    """Only answers for "now" are cached; a hit is restamped with this instant."""
+    """Only answers for "now" are cached; a hit is restamped with this instant. A
+    ``key_check`` comes only with the cache off (an entry's key names the labels)."""
     if request.valid_at is not None or request.known_at is not None:
         metrics.resolve_cache_outcome("uncacheable")
         window = along.window if along is not None else None
         if window is not None and (wait := cache.admit(window)) is not None:
             raise ratelimit.RateExceeded(wait)
-        return _fresh(principal, request, now)[0]
+        return _fresh(principal, request, now, key_check)[0]
+    if key_check is not None and cache.enabled():
+        raise ValueError("a cached answer is looked up under labels already checked")
     body, hit = cache.get_or_compute(
         tenant_id=principal.tenant.pk,
         subject_id=request.subject,
         shape=cache_shape(principal, request),
-        compute=lambda: _fresh(principal, request, now),
+        compute=lambda: _fresh(principal, request, now, key_check),
         along=along,
     )
     if hit:
@@ -221,11 +242,14 @@ def cached_resolution(
 
 
 def resolve_for(
-    principal: Principal, request: ResolveRequest, along: cache.ReadAlong | None = None
+    principal: Principal,
+    request: ResolveRequest,
+    along: cache.ReadAlong | None = None,
+    key_check: keys.KeyCheck | None = None,
 ) -> dict[str, Any]:
     now = timezone.now()
     with metrics.RESOLVE_LATENCY.time():
-        body = cached_resolution(principal, request, now, along)
+        body = cached_resolution(principal, request, now, along, key_check)
     if request.task_id:
         record = retrieval_record(
             principal=principal,

@@ -14,7 +14,10 @@ from rest_framework.views import APIView
 from api import resolve as resolve_api
 from api.base import MemgovAPIView
 from core.models import ApiKey
+from memory import keys
 from memory.models import MemoryVersion
+from tests.conftest import needs
+from tests.resolve.conftest import Story
 
 PATH = "/api/v1/resolve"
 
@@ -112,3 +115,81 @@ def test_a_dashboard_session_goes_the_full_way(world, dana, home, taken: list[bo
     assert response.status_code == 200
     assert response.json()["facts"][0]["value"] == "12 Elm Street"
     assert taken == [False]
+
+
+class TestWithTheCacheOff:
+    """Without the cache, a remembered agent key is checked by the candidate statement
+    itself (``keys.KeyCheck``): one query a resolve, and the key's state read by it."""
+
+    pytestmark = [needs("postgres")]
+
+    @pytest.fixture(autouse=True)
+    def _cache_off(self, settings):
+        settings.MEMGOV_RESOLVE_CACHE = False
+        keys._remembered.clear()
+
+    def test_a_cold_resolve_with_a_remembered_key_is_one_query(
+        self, world, dana, home, taken, django_assert_num_queries
+    ):
+        client = world.client("agent")
+        client.post(PATH, {"subject": dana}, format="json")  # the key is remembered
+
+        with django_assert_num_queries(1):
+            response = client.post(PATH, {"subject": dana}, format="json")
+
+        assert response.json()["facts"][0]["value"] == "12 Elm Street"
+        assert taken == [True, True]
+
+    @pytest.mark.parametrize("subject_has_memories", [True, False], ids=["facts", "no-facts"])
+    def test_a_key_revoked_behind_the_services_back_is_refused_before_any_answer(
+        self, world, story: Story, taken, subject_has_memories
+    ):
+        subject = story.entity("Dana Kim", "customer")
+        if subject_has_memories:
+            story.activate(
+                kind="preference",
+                subject=subject,
+                field="delivery_address",
+                value="12 Elm Street",
+                scope={},
+                expires_at=None,
+            )
+        client = world.client("agent")
+        assert client.post(PATH, {"subject": subject}, format="json").status_code == 200
+        ApiKey.objects.filter(tenant=world.tenant, principal=ApiKey.Principal.AGENT).update(
+            revoked_at=timezone.now()
+        )
+
+        refused = client.post(PATH, {"subject": subject}, format="json")
+
+        assert refused.status_code == 401
+        assert refused["Content-Type"] == "application/problem+json"
+        assert taken == [True, False]
+        assert keys._remembered == {}
+
+    def test_labels_changed_behind_the_services_back_decide_the_next_answer(
+        self, world, story: Story, dana, taken
+    ):
+        finance = story.principal("agent", labels=("staff", "finance"))
+        slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
+        story.activate(
+            kind="preference",
+            subject=dana,
+            field="refund_account",
+            value="DE89 3704",
+            scope={},
+            expires_at=None,
+            sources=[slip],
+            by=finance,
+        )
+        agent = ApiKey.objects.filter(tenant=world.tenant, principal=ApiKey.Principal.AGENT)
+        agent.update(labels=["staff", "finance"])
+        client = world.client("agent")
+        before = client.post(PATH, {"subject": dana}, format="json").json()
+
+        agent.update(labels=["staff"])
+        after = client.post(PATH, {"subject": dana}, format="json").json()
+
+        assert [f["value"] for f in before["facts"]] == ["DE89 3704"]
+        assert after["facts"] == []
+        assert taken == [True, True]
