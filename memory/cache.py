@@ -24,9 +24,10 @@ under a generation no one reads again.
   the change's own transaction), and an entry's key names the committed generations read
   before its answer was computed. A node whose Redis bump failed, or a process that died
   before bumping, therefore never leaves a readable stale entry: the cost is one indexed
-  query per cached resolve.
+  query per cached resolve, which resolve's hot path joins to the API key's own check.
 
-The per-key throttle (``memory.auth``) uses the same Redis helpers and cooldown.
+The per-key throttle (``memory.auth``, ``memory.ratelimit``) uses the same Redis helpers
+and cooldown; on resolve's hot path the read's own script counts it (``ReadAlong``).
 """
 
 from __future__ import annotations
