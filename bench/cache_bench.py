@@ -1,6 +1,7 @@
-"""Resolution cache benchmark: resolve with a warm cache, with the cache off, and the bare
-JSON ``/floor``, at several concurrencies; and the cost of an invalidation with 10 vs.
-10,000 cached entries under one subject.
+"""Resolution cache benchmark: resolve with a warm cache, with the cache off, the bare
+JSON ``/floor`` and ``/floor/checks`` (the floor plus the two round trips of a cached
+resolve's checks: the most a warm resolve can reach), at several concurrencies; and the
+cost of an invalidation with 10 vs. 10,000 cached entries under one subject.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench \\
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python -m bench.cache_bench
@@ -240,6 +241,8 @@ def measure(url: str, key: str, bodies: list[str], args: argparse.Namespace) -> 
             for conns in args.concurrency:
                 floor = load(on, "/floor", [], key, conns, args.seconds)
                 results.setdefault(("floor", conns), []).append(floor)
+                checks = load(on, "/floor/checks", bodies, key, conns, args.seconds)
+                results.setdefault(("floor_checks", conns), []).append(checks)
                 warm(on, bodies, key)  # an entry lives at most a minute
                 hot = load(on, "/api/v1/resolve", bodies, key, conns, args.seconds)
                 results.setdefault(("resolve_warm", conns), []).append(hot)
@@ -301,6 +304,8 @@ def main() -> None:
             str(c): {
                 "warm_over_floor": round(by["resolve_warm", c] / by["floor", c], 2),
                 "warm_over_cold": round(by["resolve_warm", c] / by["resolve_cold", c], 2),
+                # The most a cached resolve could reach with its two round trips.
+                "checks_over_floor": round(by["floor_checks", c] / by["floor", c], 2),
             }
             for c in args.concurrency
         },
@@ -330,7 +335,8 @@ def table(report: dict[str, Any]) -> str:
     for conns, ratio in report["ratios"].items():
         lines.append(
             f"c={conns}: warm/floor {ratio['warm_over_floor']} (target 0.7), "
-            f"warm/cold {ratio['warm_over_cold']} (target 3)"
+            f"warm/cold {ratio['warm_over_cold']} (target 3); floor+checks/floor "
+            f"{ratio['checks_over_floor']} (the most warm can reach with its round trips)"
         )
     for cost in report["invalidation"].values():
         lines.append(

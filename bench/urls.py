@@ -1,18 +1,39 @@
 """Production URLs plus ``/floor``: a bare JSON answer of the same server, the floor the
-resolve numbers are compared with (bench/README.md)."""
+resolve numbers are compared with (bench/README.md), and ``/floor/checks``: the floor plus
+the two round trips a cached resolve cannot do without, to show what is left to win."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 
 from config.urls import handler400, handler403, handler404, handler500
 from config.urls import urlpatterns as production
+from memory import cache, keys
 
 
 def floor(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-urlpatterns = [path("floor", floor, name="floor"), *production]
+@csrf_exempt
+def floor_checks(request: HttpRequest) -> JsonResponse:
+    """What a cached resolve's checks cost and nothing else (docs/architecture.md, Resolve's
+    hot path): the statement that checks the caller's key and reads the committed
+    generations, and one call of the cache's Redis read script. No validation, no answer."""
+    raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
+    found = keys.api_key_with_generations(raw, lambda t: cache.generation_keys(t, "floor"))
+    if found is None:
+        return JsonResponse({"status": "unknown key"}, status=401)
+    names = cache.generation_keys(found[0].tenant_id, "floor")
+    cache.run_script("read", cache._READ, names, [1, 1, "mg:floor:", "checks"])
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [
+    path("floor", floor, name="floor"),
+    path("floor/checks", floor_checks, name="floor-checks"),
+    *production,
+]
 __all__ = ["handler400", "handler403", "handler404", "handler500", "urlpatterns"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from tests.conftest import needs
+
 
 @pytest.mark.django_db
 def test_production_urls_have_no_floor():
@@ -17,3 +19,18 @@ def test_the_bench_urls_serve_the_floor_beside_the_production_api(settings):
 
     assert Client().get("/floor").json() == {"status": "ok"}
     assert Client().get("/healthz").json() == {"status": "ok"}
+
+
+@needs("redis")
+def test_the_checks_floor_makes_a_cached_resolves_two_round_trips_and_nothing_else(
+    settings, world, django_assert_num_queries
+):
+    settings.ROOT_URLCONF = "bench.urls"
+    agent = {"HTTP_AUTHORIZATION": f"Bearer {world.keys['agent']}"}
+    assert Client().post("/floor/checks", **agent).json() == {"status": "ok"}  # remembered
+
+    with django_assert_num_queries(1):
+        answer = Client().post("/floor/checks", **agent)
+
+    assert answer.json() == {"status": "ok"}
+    assert Client().post("/floor/checks", HTTP_AUTHORIZATION="Bearer mg_x_y").status_code == 401
