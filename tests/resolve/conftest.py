@@ -148,3 +148,20 @@ def home(story: Story, dana: str) -> MemoryVersion:
         scope={},
         expires_at=None,
     )
+
+
+@pytest.fixture
+def refund_account(story: Story, dana: str) -> MemoryVersion:
+    """Dana's refund account, from a source only the finance label may see."""
+    finance = story.principal("agent", labels=("staff", "finance"))
+    slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
+    return story.activate(
+        kind="preference",
+        subject=dana,
+        field="refund_account",
+        value="DE89 3704",
+        scope={},
+        expires_at=None,
+        sources=[slip],
+        by=finance,
+    )

@@ -4,30 +4,12 @@ person's key, whatever labels the key was created with."""
 
 from __future__ import annotations
 
-import pytest
-
 from audit.models import AuditEvent
 from core.models import ApiKey
 from memory import people
 from memory.models import MemoryVersion
 from tests.conftest import World
-from tests.resolve.conftest import Story, resolve, winners
-
-
-@pytest.fixture
-def refund_account(story: Story, dana: str) -> MemoryVersion:
-    finance = story.principal("agent", labels=("staff", "finance"))
-    slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
-    return story.activate(
-        kind="preference",
-        subject=dana,
-        field="refund_account",
-        value="DE89 3704",
-        scope={},
-        expires_at=None,
-        sources=[slip],
-        by=finance,
-    )
+from tests.resolve.conftest import resolve, winners
 
 
 def test_a_label_granted_to_a_person_reaches_their_key_on_the_next_resolve(

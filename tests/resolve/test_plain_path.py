@@ -142,18 +142,13 @@ class TestWithTheCacheOff:
 
     @pytest.mark.parametrize("subject_has_memories", [True, False], ids=["facts", "no-facts"])
     def test_a_key_revoked_behind_the_services_back_is_refused_before_any_answer(
-        self, world, story: Story, taken, subject_has_memories
+        self, world, story: Story, taken, subject_has_memories, request
     ):
-        subject = story.entity("Dana Kim", "customer")
         if subject_has_memories:
-            story.activate(
-                kind="preference",
-                subject=subject,
-                field="delivery_address",
-                value="12 Elm Street",
-                scope={},
-                expires_at=None,
-            )
+            subject = request.getfixturevalue("dana")
+            request.getfixturevalue("home")
+        else:
+            subject = story.entity("Erin Stone", "customer")
         client = world.client("agent")
         assert client.post(PATH, {"subject": subject}, format="json").status_code == 200
         ApiKey.objects.filter(tenant=world.tenant, principal=ApiKey.Principal.AGENT).update(
@@ -168,20 +163,8 @@ class TestWithTheCacheOff:
         assert keys._remembered == {}
 
     def test_labels_changed_behind_the_services_back_decide_the_next_answer(
-        self, world, story: Story, dana, taken
+        self, world, dana, refund_account, taken
     ):
-        finance = story.principal("agent", labels=("staff", "finance"))
-        slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
-        story.activate(
-            kind="preference",
-            subject=dana,
-            field="refund_account",
-            value="DE89 3704",
-            scope={},
-            expires_at=None,
-            sources=[slip],
-            by=finance,
-        )
         agent = ApiKey.objects.filter(tenant=world.tenant, principal=ApiKey.Principal.AGENT)
         agent.update(labels=["staff", "finance"])
         client = world.client("agent")

@@ -12,8 +12,8 @@ from approvals.services import memory_retire
 from core.models import ApiKey
 from core.principals import Principal
 from memory import tenancy
-from memory.models import MemoryItem, MemoryVersion
-from tests.resolve.conftest import Story, outcomes, resolve, winners
+from memory.models import MemoryItem
+from tests.resolve.conftest import outcomes, resolve, winners
 
 
 @pytest.fixture
@@ -27,35 +27,19 @@ def payroll(world) -> tuple[ApiKey, APIClient]:
     return key, client
 
 
-@pytest.fixture
-def bank_account(story: Story, dana: str) -> MemoryVersion:
-    finance = story.principal("agent", labels=("staff", "finance"))
-    slip = story.source("Refunds go to IBAN DE89 3704.", visibility=["finance"], by=finance)
-    return story.activate(
-        kind="preference",
-        subject=dana,
-        field="refund_account",
-        value="DE89 3704",
-        scope={},
-        expires_at=None,
-        sources=[slip],
-        by=finance,
-    )
-
-
-def test_item_with_a_finance_source_is_invisible_to_a_staff_key(world, dana, home, bank_account):
+def test_item_with_a_finance_source_is_invisible_to_a_staff_key(world, dana, home, refund_account):
     body = resolve(world.client("agent"), subject=dana, explain=True)
 
     assert winners(body) == {"delivery_address": "12 Elm Street"}
     assert outcomes(body) == {home.item_id: "selected"}
     assert body["abstentions"] == []
     text = json.dumps(body)
-    assert bank_account.item_id not in text
+    assert refund_account.item_id not in text
     assert "refund_account" not in text
     assert "DE89" not in text
 
 
-def test_asking_for_the_hidden_field_by_name_reveals_nothing(world, dana, bank_account):
+def test_asking_for_the_hidden_field_by_name_reveals_nothing(world, dana, refund_account):
     body = resolve(world.client("agent"), subject=dana, fields=["refund_account"], explain=True)
 
     assert body["facts"] == []
@@ -69,16 +53,16 @@ def test_asking_for_the_hidden_field_by_name_reveals_nothing(world, dana, bank_a
     ]
 
 
-def test_a_finance_key_sees_the_item_and_its_explanation(dana, home, bank_account, payroll):
+def test_a_finance_key_sees_the_item_and_its_explanation(dana, home, refund_account, payroll):
     _, client = payroll
 
     body = resolve(client, subject=dana, explain=True)
 
     assert winners(body) == {"delivery_address": "12 Elm Street", "refund_account": "DE89 3704"}
-    assert outcomes(body) == {home.item_id: "selected", bank_account.item_id: "selected"}
+    assert outcomes(body) == {home.item_id: "selected", refund_account.item_id: "selected"}
 
 
-def test_past_access_grants_nothing_labels_are_read_on_every_request(dana, bank_account, payroll):
+def test_past_access_grants_nothing_labels_are_read_on_every_request(dana, refund_account, payroll):
     key, client = payroll
     before = resolve(client, subject=dana, fields=["refund_account"])
 
@@ -109,7 +93,7 @@ def test_the_items_own_visibility_narrows_a_public_source(world, story, dana, pa
     assert winners(finance_view) == {"credit_limit": 5000}
 
 
-def test_explain_does_not_change_the_answer(world, dana, home, bank_account):
+def test_explain_does_not_change_the_answer(world, dana, home, refund_account):
     client = world.client("agent")
 
     plain = resolve(client, subject=dana, context={"task": "order-a"})
@@ -120,7 +104,7 @@ def test_explain_does_not_change_the_answer(world, dana, home, bank_account):
 
 
 def test_a_task_record_shows_another_principal_only_what_it_may_see(
-    world, dana, home, bank_account, payroll
+    world, dana, home, refund_account, payroll
 ):
     _, finance = payroll
     resolve(finance, subject=dana, task_id="refund-7")
@@ -129,14 +113,14 @@ def test_a_task_record_shows_another_principal_only_what_it_may_see(
     staff = world.client("agent").get("/api/v1/tasks/refund-7").json()
 
     assert sorted(u["memory_id"] for u in theirs["used"]) == sorted(
-        [home.item_id, bank_account.item_id]
+        [home.item_id, refund_account.item_id]
     )
     assert [u["memory_id"] for u in staff["used"]] == [home.item_id]
     assert "refund_account" not in json.dumps(staff)
 
 
 def test_a_hidden_retirement_still_says_reverify_but_not_what(
-    world, story, dana, home, bank_account, payroll
+    world, story, dana, home, refund_account, payroll
 ):
     _, finance = payroll
     resolve(finance, subject=dana, task_id="refund-8")
@@ -147,7 +131,7 @@ def test_a_hidden_retirement_still_says_reverify_but_not_what(
     with story.on_commit(execute=True):
         memory_retire(
             principal=rita_in_finance,
-            item=MemoryItem.objects.get(pk=bank_account.item_id),
+            item=MemoryItem.objects.get(pk=refund_account.item_id),
             reason="account closed",
         )
 
@@ -156,7 +140,7 @@ def test_a_hidden_retirement_still_says_reverify_but_not_what(
 
     assert theirs["needs_reverification"] is True
     assert [(r["memory_id"], r["event"]) for r in theirs["reasons"]] == [
-        (bank_account.item_id, "retired")
+        (refund_account.item_id, "retired")
     ]
     assert staff["needs_reverification"] is True
     assert staff["reasons"] == []
