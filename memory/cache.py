@@ -38,7 +38,8 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +49,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 import config.metrics as metrics
 from audit.chain import canonical_json
@@ -150,10 +151,14 @@ def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
     """One round trip: the script is sent by sha1 (EVALSHA), and reloaded by redis-py
     when the server answers NOSCRIPT (after a restart)."""
     client = _redis()
+    return _script(client, name, source)(keys=keys, args=args, client=client)
+
+
+def _script(client: Any, name: str, source: str) -> Any:
     script = _scripts.get(name)
     if script is None:
         script = _scripts[name] = client.register_script(source)
-    return script(keys=keys, args=args, client=client)
+    return script
 
 
 def redis_usable() -> bool:
@@ -189,6 +194,60 @@ def admit(window: ratelimit.Window) -> float | None:
     except REDIS_DOWN:
         redis_failed("throttle")
         return None
+    return None if allowed else window.wait(int(current), int(previous))
+
+
+@contextmanager
+def admitting(window: ratelimit.Window) -> Iterator[None]:
+    """``admit`` with its round trip in flight while the block runs (a cold resolve's
+    candidate statement): the script is sent before the block and its verdict read after
+    it, ``RateExceeded`` then. As with ``admit``, a failing Redis lets the request in."""
+    connection = _send_admission(window) if redis_usable() else None
+    if connection is None:
+        yield
+        return
+    verdict = None
+    try:
+        yield
+    finally:  # read even when the block failed, so the connection goes back clean
+        verdict = _admission_verdict(connection, window)
+    if verdict is not None:
+        raise ratelimit.RateExceeded(verdict)
+
+
+def _send_admission(window: ratelimit.Window) -> Any:
+    """A pool connection with the rate script sent on it, or None when Redis failed."""
+    client = _redis()
+    pool, connection = client.connection_pool, None
+    try:
+        connection = pool.get_connection()
+        script = _script(client, "throttle", ratelimit.SCRIPT)
+        connection.send_command("EVALSHA", script.sha, 2, *window.keys, *window.args)
+    except REDIS_DOWN:
+        if connection is not None:
+            connection.disconnect()
+            pool.release(connection)
+        redis_failed("throttle")
+        return None
+    return connection
+
+
+def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | None:
+    """The seconds to wait, or None when the request is in (or Redis failed); the
+    connection goes back to its pool. After a Redis restart (NOSCRIPT) the script is
+    loaded and run again, as ``run_script`` does."""
+    client = _redis()
+    try:
+        try:
+            allowed, current, previous = connection.read_response()
+        except NoScriptError:
+            return admit(window)
+        except REDIS_DOWN:
+            connection.disconnect()
+            redis_failed("throttle")
+            return None
+    finally:
+        client.connection_pool.release(connection)
     return None if allowed else window.wait(int(current), int(previous))
 
 
@@ -340,9 +399,10 @@ def get_or_compute(
     along = along or ReadAlong()
     if not enabled():
         metrics.resolve_cache_outcome("disabled")
-        if along.window is not None and (wait := admit(along.window)) is not None:
-            raise ratelimit.RateExceeded(wait)
-        return compute()[0], False
+        if along.window is None:
+            return compute()[0], False
+        with admitting(along.window):  # counted while the answer's statement runs
+            return compute()[0], False
     if not redis_usable():
         stats["bypassed"] += 1
         metrics.resolve_cache_outcome("bypassed")

@@ -112,8 +112,9 @@ def decide(
         )
     )
     if key_check is not None:
-        labels = keys.confirmed_labels(key_check, key_read)
-        principal = replace(principal, labels=frozenset(str(label) for label in labels))
+        labels = frozenset(str(label) for label in keys.confirmed_labels(key_check, key_read))
+        if labels != principal.labels:
+            principal = replace(principal, labels=labels)
     if current is None or request.known_at is not None:
         # No candidate row carried the policy (nor proved the subject exists), or the
         # question is about the past, where an erased subject's versions still had a use.

@@ -177,3 +177,50 @@ def test_a_key_revoked_behind_the_services_back_is_refused_on_the_resolve_hot_pa
 
     assert refused.status_code == 401
     assert refused["Content-Type"] == "application/problem+json"
+
+
+def test_with_the_cache_off_a_resolve_is_counted_while_its_statement_runs(
+    private_redis, world, settings, monkeypatch
+):
+    """The rate script is sent before the candidate statement and read after it
+    (``cache.admitting``): a refused subject still drains the reply, a Redis restarted
+    since (its scripts gone) is answered by loading the script again."""
+    settings.MEMGOV_RESOLVE_CACHE = False
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "4/min", raising=False)
+    subject = dana(world)
+    agent = world.client("agent")
+
+    first = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+    missing = agent.post("/api/v1/resolve", {"subject": "ent_nobody"}, format="json")
+    private_redis.client().script_flush()
+    after_flush = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+    last = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+    over = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert [r.status_code for r in (first, missing, after_flush, last, over)] == [
+        200,
+        404,
+        200,
+        200,
+        429,
+    ]
+
+
+def test_with_the_cache_off_resolve_is_served_while_redis_is_unreachable(
+    private_redis, world, settings, monkeypatch
+):
+    settings.MEMGOV_RESOLVE_CACHE = False
+    monkeypatch.setattr(PrincipalRateThrottle, "rate", "1/min", raising=False)
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{free_port()}/1"}
+    }
+    subject = dana(world)
+    agent = world.client("agent")
+
+    statuses = [
+        agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code
+        for _ in range(3)
+    ]
+
+    assert statuses == [200, 200, 200]
+    assert cache.stats["throttle_failures"] == 1
