@@ -87,8 +87,9 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         principal = request.auth if isinstance(request.auth, Principal) else None
-        if principal is None:
-            return None
+        return None if principal is None else self._bucket(principal)
+
+    def _bucket(self, principal: Principal) -> str:
         ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
@@ -97,8 +98,7 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         limit, period = self.parse_rate(self.rate)
         if not settings.REDIS_URL or limit is None or period is None:
             return None
-        ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
-        bucket = self.cache_format % {"scope": self.scope, "ident": ident}
+        bucket = self._bucket(principal)
         return ratelimit.Window(bucket=bucket, limit=limit, period=period, now=self.timer())
 
     def allow_request(self, request: Request, view: APIView) -> bool:

@@ -188,13 +188,11 @@ def admit(window: ratelimit.Window) -> float | None:
     if not redis_usable():
         return None
     try:
-        allowed, current, previous = run_script(
-            "throttle", ratelimit.SCRIPT, window.keys, window.args
-        )
+        reply = run_script("throttle", ratelimit.SCRIPT, window.keys, window.args)
     except REDIS_DOWN:
         redis_failed("throttle")
         return None
-    return None if allowed else window.wait(int(current), int(previous))
+    return window.refused(reply)
 
 
 @contextmanager
@@ -239,7 +237,7 @@ def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | Non
     client = _redis()
     try:
         try:
-            allowed, current, previous = connection.read_response()
+            reply = connection.read_response()
         except NoScriptError:
             return admit(window)
         except REDIS_DOWN:
@@ -248,7 +246,7 @@ def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | Non
             return None
     finally:
         client.connection_pool.release(connection)
-    return None if allowed else window.wait(int(current), int(previous))
+    return window.refused(reply)
 
 
 def _bump_keys(keys: Iterable[str]) -> None:
@@ -372,10 +370,10 @@ def _read(
         key, entry = run_script("read", _READ, keys, args)
     else:
         window = along.window
-        verdict = run_script("admit-read", _ADMIT_AND_READ, keys + window.keys, args + window.args)
-        if not verdict[0]:
-            raise ratelimit.RateExceeded(window.wait(int(verdict[1]), int(verdict[2])))
-        key, entry = verdict[1], verdict[2]
+        reply = run_script("admit-read", _ADMIT_AND_READ, keys + window.keys, args + window.args)
+        if (wait := window.refused(reply)) is not None:
+            raise ratelimit.RateExceeded(wait)
+        key, entry = reply[1], reply[2]
     return key.decode(), entry
 
 
@@ -394,8 +392,9 @@ def get_or_compute(
     """The cached answer about one subject for ``shape`` (everything else the answer
     depends on: labels, context, …), or ``compute()``'s, stored until its end of truth.
     Returns the answer and whether it came from the cache. A window ``along`` is counted
-    whenever Redis is used (``RateExceeded`` when over), and it is used unless the cache
-    is off here (``admit`` first, then) or Redis failed (when the throttle lets all in)."""
+    whenever Redis is used (``RateExceeded`` when over): by the read's script, or, with the
+    cache off here, while ``compute`` runs (``admitting``); not when Redis failed (the
+    throttle then lets all in)."""
     along = along or ReadAlong()
     if not enabled():
         metrics.resolve_cache_outcome("disabled")

@@ -9,6 +9,7 @@ trip for both."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # A refused request counts nothing: passed on to another path, it is not counted twice.
 FUNCTION = """
@@ -47,6 +48,12 @@ class Window:
     @property
     def args(self) -> list[float | int]:
         return [1 - self.elapsed / self.period, self.limit, self.period * 2000]
+
+    def refused(self, reply: list[Any]) -> float | None:
+        """What ``admitted`` answered: None when the request is in, else the seconds to
+        wait."""
+        allowed, current, previous = reply
+        return None if allowed else self.wait(int(current), int(previous))
 
     def wait(self, current: int, previous: int) -> float:
         """Seconds until the previous window's share has decayed enough for one more."""
