@@ -447,4 +447,5 @@ def load_candidates_and_policy(
     policy = CurrentPolicy(
         version=rows[0].policy_version, precedence=json.loads(rows[0].policy_precedence)
     )
-    return candidates, policy, rows[0].key_labels
+    # Only the written-out statement reads a key (the ORM's rows, on SQLite, have no such column).
+    return candidates, policy, rows[0].key_labels if request.key_check is not None else None

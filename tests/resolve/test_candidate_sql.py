@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from approvals.services import memory_retire
-from memory import resolution
+from memory import candidates, resolution
 from memory.candidates import (
     CandidatePool,
     CandidateRequest,
@@ -191,3 +191,43 @@ def test_every_cold_resolve_on_a_connection_runs_one_prepared_statement(
     assert 'FROM "memory_memoryversion" v WHERE' in statement
     assert all(a["facts"] == answers[i % 2]["facts"] for i, a in enumerate(answers))
     assert answers[0]["facts"] != answers[1]["facts"]
+
+
+def test_an_answer_from_the_orms_rows_is_the_statements_answer(
+    world, story: Story, monkeypatch: pytest.MonkeyPatch
+):
+    """Elsewhere than PostgreSQL (``make run`` on SQLite) the candidates are the ORM's
+    rows, which carry no column of the hot path's own (a key check): the same answer."""
+    subject = story.entity("Dana Kim", "customer")
+    for n, scope in enumerate(SCOPES):
+        story.activate(
+            kind="preference",
+            subject=subject,
+            field=f"{FIELD}_{n}",
+            value=n,
+            scope=scope,
+            expires_at=later(3),
+        )
+    request = resolution.ResolveRequest(
+        subject=subject,
+        context={"task": "order-1"},
+        fields=None,
+        valid_at=None,
+        known_at=None,
+        task_id=None,
+        explain=False,
+    )
+    now = timezone.now()
+    statement = resolution.resolution_body(
+        resolution.decide(world.principal("agent"), request, now), explain=False
+    )
+
+    monkeypatch.setattr(
+        candidates, "candidate_rows", lambda request: list(candidate_queryset(request))
+    )
+    orm = resolution.resolution_body(
+        resolution.decide(world.principal("agent"), request, now), explain=False
+    )
+
+    assert orm == statement
+    assert [fact["value"] for fact in orm["facts"]] == [0, 1, 3]
