@@ -57,10 +57,11 @@ def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
     errors and all, exactly as for every other operation."""
     meta = request.META
     scheme, _, raw_key = meta.get("HTTP_AUTHORIZATION", "").partition(" ")
+    raw_key = raw_key.strip()
     if (
         request.method != "POST"
         or scheme != ApiKeyAuthentication.keyword
-        or not raw_key.strip()
+        or not raw_key
         or "HTTP_IDEMPOTENCY_KEY" in meta
         or meta.get("HTTP_ACCEPT", "*/*") not in ("*/*", "application/json")
         or request.content_type != "application/json"
@@ -74,7 +75,7 @@ def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
         valid = plain_resolve_input(orjson.loads(request.body))
     except orjson.JSONDecodeError:
         return None
-    return None if valid is None else (raw_key.strip(), valid)
+    return None if valid is None else (raw_key, valid)
 
 
 class ResolveView(MemgovAPIView):

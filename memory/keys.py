@@ -86,11 +86,12 @@ class KeyCheck:
     digest: str
 
 
+# A live key of alias k, by id: %s = id, now. The one written-out form of the rule the ORM
+# applies in ``_load``.
+_KEYS_TABLE = f'"{ApiKey._meta.db_table}"'
+_LIVE_KEY = "k.id = %s AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > %s)"
 # The key's labels as text, or NULL when it is revoked, expired or gone: %s = id, now.
-KEY_LABELS_SQL = (
-    f'(SELECT CAST("labels" AS text) FROM "{ApiKey._meta.db_table}" WHERE "id" = %s '  # noqa: S608
-    'AND "revoked_at" IS NULL AND ("expires_at" IS NULL OR "expires_at" > %s))'
-)
+KEY_LABELS_SQL = f"(SELECT CAST(k.labels AS text) FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY})"  # noqa: S608
 NOT_READ: Any = object()
 
 
@@ -157,18 +158,16 @@ def api_key_with_generations(
 def _live(key_id: int, generation_keys: list[str]) -> tuple[Any, list[int] | None] | None:
     """The key's current labels and the committed generations asked for (None when none
     are), or None when the key is revoked, expired (or gone)."""
-    quote = connection.ops.quote_name
-    keys_table = quote(ApiKey._meta.db_table)
-    live = "k.id = %s AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > %s)"
     if not generation_keys:
-        sql = f"SELECT k.labels FROM {keys_table} k WHERE {live}"  # noqa: S608 - bound values
+        sql = f"SELECT k.labels FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY}"  # noqa: S608 - bound values
         params: list[Any] = [key_id, timezone.now()]
     else:
+        quote = connection.ops.quote_name
         generations, name = quote(CacheGeneration._meta.db_table), quote("key")
         sql = (
-            f"SELECT k.labels, g.{name}, g.value FROM {keys_table} k "  # noqa: S608 - bound values
+            f"SELECT k.labels, g.{name}, g.value FROM {_KEYS_TABLE} k "  # noqa: S608 - bound values
             f"LEFT JOIN {generations} g ON g.tenant_id = k.tenant_id "
-            f"AND g.{name} IN ({placeholders(generation_keys)}) WHERE {live}"
+            f"AND g.{name} IN ({placeholders(generation_keys)}) WHERE {_LIVE_KEY}"
         )
         params = [*generation_keys, key_id, timezone.now()]
     with prepared_cursor() as cursor:

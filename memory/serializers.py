@@ -181,7 +181,7 @@ def _plain_text(value: Any, max_length: int) -> bool:
 def plain_resolve_input(data: Any) -> dict[str, Any] | None:
     """``ResolveInput``'s validated data for the inputs agents send on every request, or
     None: then ``ResolveInput`` decides, and words any error. For an input taken here the
-    two give the same result (tests/api/test_plain_resolve_input.py compares them); the
+    two give the same result (tests/unit/test_plain_resolve_input.py compares them); the
     serializer costs a tenth of a cached resolve's CPU."""
     if type(data) is not dict or not data.keys() <= _RESOLVE_MEMBERS:
         return None
