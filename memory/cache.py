@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import secrets
 import threading
 import time
@@ -49,6 +50,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError
 
 import config.metrics as metrics
@@ -147,11 +149,79 @@ def _redis() -> Any:
     return get_redis_connection("default")
 
 
+class _KeptConnection(threading.local):
+    """One Redis connection per thread for the scripts, kept out of the pool between
+    uses: taking a connection from redis-py's pool and giving it back (a lock, a check
+    that nothing is left unread, the retry wrapper) cost more client CPU than the
+    script's own round trip. A connection that failed, or whose reply may be left unread,
+    is dropped, and the next use opens another. Per process: a forked child never uses
+    its parent's socket."""
+
+    pool: Any = None
+    connection: Any = None
+    pid = 0
+    in_use = False
+    proven = False  # it answered before: a failure may be the server's restart since
+
+    def take(self, pool: Any) -> Any:
+        """This thread's connection to ``pool``'s server, or None while it is in use (a
+        script sent inside another's round trip then takes the pool's path)."""
+        if self.in_use:
+            return None
+        if self.connection is None or self.pool is not pool or self.pid != os.getpid():
+            self.drop()
+            self.pool, self.pid = pool, os.getpid()
+            self.connection = pool.make_connection()
+        self.in_use = True
+        return self.connection
+
+    def give_back(self, *, clean: bool) -> None:
+        self.in_use = False
+        if clean:
+            self.proven = True
+        else:
+            self.drop()
+
+    def drop(self) -> None:
+        connection, self.connection, self.proven = self.connection, None, False
+        if connection is not None and self.pid == os.getpid():
+            connection.disconnect()
+
+
+_kept = _KeptConnection()
+
+
 def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
-    """One round trip: the script is sent by sha1 (EVALSHA), and reloaded by redis-py
-    when the server answers NOSCRIPT (after a restart)."""
+    """One round trip: the script is sent by sha1 (EVALSHA) on this thread's kept
+    connection, and loaded again when the server answers NOSCRIPT (after a restart or a
+    flush). A connection the server closed since its last use (a restart) is replaced
+    once, as redis-py's own retry would."""
     client = _redis()
-    return _script(client, name, source)(keys=keys, args=args, client=client)
+    script = _script(client, name, source)
+    while True:
+        connection = _kept.take(client.connection_pool)
+        if connection is None:
+            return script(keys=keys, args=args, client=client)
+        clean, proven = False, _kept.proven
+        try:
+            reply = _evalsha(client, connection, script, keys, args)
+            clean = True
+            return reply
+        except RedisConnectionError:
+            if not proven:
+                raise
+        finally:
+            _kept.give_back(clean=clean)
+
+
+def _evalsha(client: Any, connection: Any, script: Any, keys: list[str], args: list[Any]) -> Any:
+    connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+    try:
+        return connection.read_response()
+    except NoScriptError:  # its reply was read: the connection is clean
+        client.script_load(script.script)
+        connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        return connection.read_response()
 
 
 def _script(client: Any, name: str, source: str) -> Any:
@@ -200,53 +270,54 @@ def admitting(window: ratelimit.Window) -> Iterator[None]:
     """``admit`` with its round trip in flight while the block runs (a cold resolve's
     candidate statement): the script is sent before the block and its verdict read after
     it, ``RateExceeded`` then. As with ``admit``, a failing Redis lets the request in."""
-    connection = _send_admission(window) if redis_usable() else None
-    if connection is None:
+    sent = _send_admission(window) if redis_usable() else None
+    if sent is None:
         yield
         return
     verdict = None
     try:
         yield
     finally:  # read even when the block failed, so the connection goes back clean
-        verdict = _admission_verdict(connection, window)
+        verdict = _admission_verdict(sent, window)
     if verdict is not None:
         raise ratelimit.RateExceeded(verdict)
 
 
 def _send_admission(window: ratelimit.Window) -> Any:
-    """A pool connection with the rate script sent on it, or None when Redis failed."""
+    """The kept connection with the rate script sent on it; None when Redis failed, or
+    when the kept connection is busy (the window is then counted at once)."""
     client = _redis()
-    pool, connection = client.connection_pool, None
+    connection = _kept.take(client.connection_pool)
+    if connection is None:
+        if (wait := admit(window)) is not None:
+            raise ratelimit.RateExceeded(wait)
+        return None
     try:
-        connection = pool.get_connection()
         script = _script(client, "throttle", ratelimit.SCRIPT)
         connection.send_command("EVALSHA", script.sha, 2, *window.keys, *window.args)
     except REDIS_DOWN:
-        if connection is not None:
-            connection.disconnect()
-            pool.release(connection)
+        _kept.give_back(clean=False)
         redis_failed("throttle")
         return None
     return connection
 
 
 def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | None:
-    """The seconds to wait, or None when the request is in (or Redis failed); the
-    connection goes back to its pool. After a Redis restart (NOSCRIPT) the script is
-    loaded and run again, as ``run_script`` does."""
-    client = _redis()
+    """The seconds to wait, or None when the request is in (or Redis failed); the kept
+    connection is given back. After a Redis restart (NOSCRIPT) the script is loaded and
+    run again, as ``run_script`` does."""
+    clean, reply = False, None
     try:
-        try:
-            reply = connection.read_response()
-        except NoScriptError:
-            return admit(window)
-        except REDIS_DOWN:
-            connection.disconnect()
-            redis_failed("throttle")
-            return None
+        reply = connection.read_response()
+        clean = True
+    except NoScriptError:
+        clean = True
+    except REDIS_DOWN:
+        redis_failed("throttle")
+        return None
     finally:
-        client.connection_pool.release(connection)
-    return window.refused(reply)
+        _kept.give_back(clean=clean)
+    return admit(window) if reply is None else window.refused(reply)
 
 
 def _bump_keys(keys: Iterable[str]) -> None:

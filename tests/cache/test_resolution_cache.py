@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
 from core.principals import Principal
@@ -299,3 +301,52 @@ def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
     assert addresses(resolve_for(staff, now_request(subject))) == []
     assert addresses(resolve_for(finance, now_request(subject))) == ["12 Elm Street"]
     assert cache.stats["hits"] == 1  # both answered from the database after the bump
+
+
+def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a_cooldown(
+    private_redis, redis_server, world, django_capture_on_commit_callbacks
+):
+    """Each thread keeps one connection for the cache's scripts (``cache._kept``); one the
+    server closed since it last answered is replaced at once, as redis-py's retry would."""
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, subject)
+    agent = world.principal("agent")
+    assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
+
+    redis_server.stop()
+    redis_server.start()  # empty, its scripts gone
+    answers = [resolve_for(agent, now_request(subject)) for _ in range(2)]
+
+    assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 2
+    assert cache.stats["read_failures"] == 0
+    assert (cache.stats["misses"], cache.stats["hits"]) == (2, 1)
+
+
+def test_a_reply_left_unread_by_a_timeout_is_never_taken_for_the_next_answer(
+    private_redis, world, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A script sent whose reply was not read (a timeout) leaves that reply on the
+    connection: the connection is dropped, so the next read cannot take it as its own."""
+    dana_id, lee_id = dana(world), dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, dana_id)
+        propose_address(world, lee_id, "7 Oak Lane")
+    agent = world.principal("agent")
+    assert addresses(resolve_for(agent, now_request(dana_id))) == ["12 Elm Street"]
+    sent = cache._evalsha
+
+    def sent_but_not_read(
+        client: Any, connection: Any, script: Any, keys: list[str], args: list[Any]
+    ) -> Any:
+        connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        raise RedisTimeoutError("Timeout reading from socket")
+
+    monkeypatch.setattr(cache, "_evalsha", sent_but_not_read)
+    assert addresses(resolve_for(agent, now_request(dana_id))) == ["12 Elm Street"]  # database
+    monkeypatch.setattr(cache, "_evalsha", sent)
+    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
+    answer = resolve_for(agent, now_request(lee_id))
+
+    assert addresses(answer) == ["7 Oak Lane"]
+    assert cache.stats["read_failures"] == 1
