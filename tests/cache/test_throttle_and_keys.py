@@ -4,6 +4,7 @@ keys remembered in-process but refused on the first request after their revocati
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from core.models import ApiKey
 from core.principals import Principal
-from memory import cache, keys, tenancy
+from memory import cache, keys, ratelimit, tenancy
 from memory.auth import PrincipalRateThrottle
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
@@ -224,3 +225,17 @@ def test_with_the_cache_off_resolve_is_served_while_redis_is_unreachable(
 
     assert statuses == [200, 200, 200]
     assert cache.stats["throttle_failures"] == 1
+
+
+def test_a_script_run_while_the_rate_script_is_in_flight_gets_its_own_reply(private_redis):
+    """``cache.admitting`` holds the thread's kept connection until it reads its verdict:
+    a script run inside the block takes a pool connection, and each reads its own reply."""
+    window = ratelimit.Window(bucket="mg:thr:test", limit=1, period=60, now=time.time())
+    names = cache.generation_keys(1, "ent_inner")
+
+    with cache.admitting(window):
+        key, entry = cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"])
+    with pytest.raises(ratelimit.RateExceeded), cache.admitting(window):
+        pass
+
+    assert key.decode().endswith(":7:7:d") and entry is None
