@@ -33,9 +33,13 @@ prod: $(STAMP)
 		GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
 		$(BIN)/honcho --no-colour -f deploy/Procfile -d . start
 
+# Two processes by default: much of the suite waits on servers, workers and browsers, so
+# two share two cores well (tests/environment.py gives each its own Redis databases and
+# var directory). A file's tests stay together in one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
 	@mkdir -p var
-	$(BIN)/python -m pytest -q --durations=30
+	$(BIN)/python -m pytest -q --durations=30 -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
