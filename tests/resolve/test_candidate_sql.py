@@ -23,6 +23,7 @@ from memory.candidates import (
     to_candidate,
 )
 from memory.models import MemoryItem, MemoryVersion
+from tests.cache.builders import now_request
 from tests.conftest import later, needs
 from tests.resolve.conftest import Story
 
@@ -143,15 +144,7 @@ def test_a_cold_resolve_is_one_query(
     authentication's business, counted in test_resolve_cost)."""
     settings.MEMGOV_RESOLVE_CACHE = False
     subject, _, _ = crowded
-    request = resolution.ResolveRequest(
-        subject=subject,
-        context={"task": "order-1"},
-        fields=None,
-        valid_at=None,
-        known_at=None,
-        task_id=None,
-        explain=False,
-    )
+    request = now_request(subject, context={"task": "order-1"})
     with django_assert_num_queries(1):
         body = resolution.resolve_for(world.principal("agent"), request)
     assert {fact["field"] for fact in body["facts"]} == {FIELD, "phone"}
@@ -208,15 +201,7 @@ def test_an_answer_from_the_orms_rows_is_the_statements_answer(
             scope=scope,
             expires_at=later(3),
         )
-    request = resolution.ResolveRequest(
-        subject=subject,
-        context={"task": "order-1"},
-        fields=None,
-        valid_at=None,
-        known_at=None,
-        task_id=None,
-        explain=False,
-    )
+    request = now_request(subject, context={"task": "order-1"})
     now = timezone.now()
     statement = resolution.resolution_body(
         resolution.decide(world.principal("agent"), request, now), explain=False
