@@ -20,53 +20,13 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from bench.cache_bench import SIZE, THROTTLE_RATE, _free_port, _size_url, load, warm, workload
+from bench.cache_bench import SIZE, _size_url, load, serving, warm, workload
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-@contextmanager
-def served(root: Path, url: str, cache: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """gunicorn on the tree at ``root`` (``python -m`` puts that tree first on the path)."""
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "DEBUG": "false",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "MEMGOV_RESOLVE_CACHE": "true" if cache else "false",
-        "MEMGOV_THROTTLE_RATE": THROTTLE_RATE,
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "bench.settings",
-        "PYTHONWARNINGS": "ignore",
-    }
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--workers=2"]
-    command += [f"--bind=127.0.0.1:{port}", "--log-level=warning", "--worker-class=gthread"]
-    command += ["--threads=4", "--keep-alive=30"]
-    process = subprocess.Popen(command, cwd=root, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/healthz", timeout=1):  # noqa: S310
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"gunicorn in {root} did not start") from None
-                time.sleep(0.2)
-        yield base, process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _cpu_seconds(server: subprocess.Popen[bytes]) -> float:
@@ -114,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, list[tuple[float, float]]] = {"A": [], "B": [], "floor (A)": []}
     with ExitStack() as stack:
         servers = {
-            name: stack.enter_context(served(root.resolve(), url, cache))
+            name: stack.enter_context(serving(url, cache, 4, root.resolve()))
             for name, root in (("A", args.before), ("B", args.after))
         }
         for base, _ in servers.values():

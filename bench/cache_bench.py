@@ -73,6 +73,16 @@ def _free_port() -> int:
 
 @contextmanager
 def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
+    with serving(url, cache, threads) as (base, _):
+        yield base
+
+
+@contextmanager
+def serving(
+    url: str, cache: bool, threads: int, root: Path = ROOT
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """gunicorn with 2 workers on the source tree at ``root`` (``python -m`` puts that tree
+    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -84,11 +94,11 @@ def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
     }
-    command = [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi:application"]
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
     command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]
     if threads > 1:  # while one request waits on PostgreSQL or Redis, another runs
         command += ["--worker-class=gthread", f"--threads={threads}", "--keep-alive=30"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    process = subprocess.Popen(command, cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -98,9 +108,9 @@ def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
                     break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("gunicorn did not start") from None
+                    raise SystemExit(f"gunicorn in {root} did not start") from None
                 time.sleep(0.1)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         process.wait(timeout=30)
