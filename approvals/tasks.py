@@ -14,6 +14,7 @@ from django.utils import timezone
 from approvals import checking, notifications, revalidation
 from approvals.models import Revalidation
 from core import outbox
+from core.errors import CacheUnavailable
 from memory import erasure, retention
 from memory.lifecycle import versions_expire
 from memory.models import MemoryVersion, Status
@@ -23,6 +24,9 @@ STUCK_AFTER = timedelta(minutes=2)
 REVALIDATION_STALLED_AFTER = timedelta(minutes=5)
 ERASURE_STALLED_AFTER = timedelta(minutes=5)
 EXPIRY_WARNINGS = (timedelta(days=7), timedelta(days=1))
+# A transition refused because the cache's Redis could not be reached (nothing changed)
+# is tried again, backing off; past that, the sweepers pick the work up.
+CACHE_UNAVAILABLE_RETRIES = 8
 
 
 @shared_task(acks_late=True)
@@ -30,7 +34,12 @@ def run_preview_checks(version_id: int) -> None:
     checking.preview(version_id)
 
 
-@shared_task(acks_late=True)
+@shared_task(
+    acks_late=True,
+    autoretry_for=(CacheUnavailable,),
+    retry_backoff=True,
+    max_retries=CACHE_UNAVAILABLE_RETRIES,
+)
 def run_gate_checks(version_id: int) -> str:
     return checking.gate(version_id)
 
@@ -41,7 +50,12 @@ def revalidation_run(job_id: str) -> int:
     return revalidation.revalidation_enqueue_missing(job_id=job_id)
 
 
-@shared_task(acks_late=True)
+@shared_task(
+    acks_late=True,
+    autoretry_for=(CacheUnavailable,),
+    retry_backoff=True,
+    max_retries=CACHE_UNAVAILABLE_RETRIES,
+)
 def revalidate_chunk(job_id: str, version_ids: list[int]) -> None:
     revalidation.revalidation_chunk(job_id=job_id, version_ids=version_ids)
 

@@ -211,7 +211,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
         with client.pipeline(transaction=False) as pipe:
             for i in range(1, count):
                 shape = resolution.cache_shape(principal, request(i))
-                key, _ = cache._read(tenant.pk, subject_id, shape, cache.ReadAlong())
+                key, _, _ = cache._read(tenant.pk, subject_id, shape, cache.ReadAlong())
                 pipe.set(key, b'{"facts":[]}', px=120_000)
             pipe.execute()
         generation = cache.subject_generation_key(tenant.pk, subject_id)

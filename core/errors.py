@@ -56,5 +56,14 @@ class Gone(DomainError):
     problem_type = "erased"
 
 
+class CacheUnavailable(DomainError):
+    """503: a change could not end the answers cached before it (Redis unreachable), so it
+    was not made; retrying once Redis answers is right."""
+
+    status = 503
+    problem_type = "cache-unavailable"
+    retry_after_seconds = 1
+
+
 class PreconditionRequired(DomainError):
     status = 428

@@ -1,5 +1,5 @@
 """The ground floor: tenants, people's membership, API keys, scope values with the guardian
-object permissions granted on them, idempotency records, cache generations and the
+object permissions granted on them, idempotency records and the
 transactional outbox. Every other app builds on these; nothing here imports from them.
 
 The models keep the tables they had in ``memory``/``approvals`` (``db_table``), so moving
@@ -220,25 +220,6 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return self.key
-
-
-class CacheGeneration(models.Model):
-    """A counter per cached subject (and per tenant policy), bumped in the transaction of
-    every change that can alter an answer: a cached answer names the counters it was
-    computed under, so after the commit no node can read it, whatever Redis does."""
-
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    key = models.CharField(max_length=200)
-    value = models.BigIntegerField(default=0)
-
-    class Meta:
-        db_table = "memory_cachegeneration"
-        constraints = [
-            models.UniqueConstraint(fields=["tenant", "key"], name="cache_generation_unique_key")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.key}={self.value}"
 
 
 class Outbox(models.Model):

@@ -98,24 +98,36 @@ class PassOn(Exception):
 
 def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
     """``resolved_valid`` for a caller known by a bearer key, with each check riding on a
-    round trip the answer needs anyway. With the cache: one statement checks the key and
-    reads the committed generations, one Redis script counts the caller's rate and reads
-    the cached answer. Without it (on PostgreSQL): the candidate statement checks the
-    key, and the rate is counted on its own. Raises ``PassOn`` rather than refusing."""
-    subject = valid["subject"]
+    round trip the answer needs anyway. With the cache: a key remembered here is taken on
+    trust of its generation, which the one Redis script that counts the caller's rate and
+    reads the cached answer confirms (no SQL when the answer is cached); a key not
+    remembered is read first. Without the cache (on PostgreSQL): the candidate statement
+    checks the key, and the rate is counted on its own. Raises ``PassOn`` rather than
+    refusing."""
     cached = cache.enabled()
-    found = keys.api_key_with_generations(
-        raw_key,
-        (lambda tenant_id: cache.generation_keys(tenant_id, subject)) if cached else None,
-        check_later=not cached and connection.vendor == "postgresql",
-    )
-    if found is None:
-        raise PassOn
-    key, committed, key_check = found
+    trusted = keys.api_key_on_trust(raw_key) if cached else None
+    if trusted is not None:
+        key, generation = trusted
+        key_check = None
+    else:
+        found = keys.api_key_checked(
+            raw_key,
+            check_later=not cached and connection.vendor == "postgresql",
+            for_trust=cached,
+        )
+        if found is None:
+            raise PassOn
+        (key, key_check), generation = found, None
     principal = principal_for_key(key)
     window = PrincipalRateThrottle().window(principal)
+    if window is None and generation is not None:  # nothing to confirm it with: read it
+        raise PassOn
+    along = cache.ReadAlong(window, generation)
     try:
-        return resolved_valid(principal, valid, cache.ReadAlong(committed, window), key_check)
+        return resolved_valid(principal, valid, along, key_check)
+    except cache.KeyUnconfirmed as exc:
+        keys.forget(raw_key)
+        raise PassOn from exc
     except (ratelimit.RateExceeded, keys.KeyRefused) as exc:
         raise PassOn from exc
 

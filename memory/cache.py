@@ -20,11 +20,14 @@ under a generation no one reads again.
   ``stats``) and skips Redis for ``COOLDOWN_SECONDS`` so requests do not each wait for a
   timeout; writes succeed, and a bump that failed is retried before this process next
   uses Redis.
-- Fail-closed: every change also bumps a committed generation (``CacheGeneration``, in
-  the change's own transaction), and an entry's key names the committed generations read
-  before its answer was computed. A node whose Redis bump failed, or a process that died
-  before bumping, therefore never leaves a readable stale entry: the cost is one indexed
-  query per cached resolve, which resolve's hot path joins to the API key's own check.
+- Fail-closed: a change holds its generations in Redis before it commits
+  (``_bump_on_commit``): they move on at once, and readers do not store answers under a
+  held generation; after commit they move on again and the hold ends. A change whose hold
+  cannot reach Redis is refused (``CacheUnavailable``, 503, nothing committed), so no node
+  can go on serving an answer the change ended. A process that dies between commit and
+  release leaves no readable stale entry: nothing was stored under the held generation,
+  and the hold ends by itself after ``HOLD_SECONDS``. A cached resolve therefore reads no
+  SQL at all.
 
 The per-key throttle (``memory.auth``, ``memory.ratelimit``) uses the same Redis helpers
 and cooldown; on resolve's hot path the read's own script counts it (``ReadAlong``).
@@ -39,7 +42,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,7 +50,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -55,8 +58,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 import config.metrics as metrics
 from audit.chain import canonical_json
-from core.models import CacheGeneration
-from core.sql import placeholders, prepared_cursor
+from core.errors import CacheUnavailable
 from memory import ratelimit
 
 logger = logging.getLogger(__name__)
@@ -66,6 +68,9 @@ REDIS_DOWN: tuple[type[Exception], ...] = (RedisError, OSError)
 MAX_ENTRY_SECONDS = 60
 GENERATION_SECONDS = 24 * 3600
 COOLDOWN_SECONDS = 1.0
+# How long a change's hold on its generations lasts at most (its transaction's commit and
+# release normally end it within milliseconds; a dead process's ends by itself).
+HOLD_SECONDS = 30
 
 # Process-local counters: hits, misses, bypassed (Redis skipped during a cooldown) and
 # read/write/bump failures. Read them in a shell or a benchmark; they are never reset.
@@ -88,13 +93,21 @@ local boot = string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
 """
 )
 
+# Also whether a change holds one of the generations (it is committing now): the answer
+# is then served but not stored. A hold is a sorted set of the changes' tokens, scored by
+# the time each ends by itself.
 _READ_FUNCTION = (
     _GENERATION
     + """
+local function held(key)
+  if redis.call('EXISTS', key .. ':hold') == 0 then return 0 end
+  local now = redis.call('TIME')
+  return redis.call('ZCOUNT', key .. ':hold', now[1] * 1000 + math.floor(now[2] / 1000), '+inf')
+end
 local function read()
   local key = ARGV[3] .. boot .. ':' .. generation(KEYS[1], ARGV[1]) .. ':'
     .. generation(KEYS[2], ARGV[2]) .. ':' .. ARGV[4]
-  return {key, redis.call('GET', key)}
+  return {key, redis.call('GET', key), held(KEYS[1]) + held(KEYS[2])}
 end
 """
 )
@@ -107,16 +120,59 @@ _ADMIT_AND_READ = (
 local verdict = admitted(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
 if verdict[1] == 0 then return verdict end
 local found = read()
-return {1, found[1], found[2]}
+return {1, found[1], found[2], found[3]}
 """
 )
+# The same, for a caller whose key was taken on trust: first, that the key's generation
+# is still the one it was loaded under ({2} when not: a change since, nothing counted).
+_CONFIRM_ADMIT_AND_READ = _ADMIT_AND_READ.replace(
+    "local verdict = admitted(",
+    "if generation(KEYS[5], ARGV[8]) ~= ARGV[9] then return {2} end\nlocal verdict = admitted(",
+)
+# One generation by itself (an API key's, read before its row is loaded).
+_GENERATION_ONLY = _GENERATION + "return generation(KEYS[1], ARGV[1])\n"
 
-_BUMP = (
+_MOVE_ON = (
     _LIFETIME
     + """
-for i, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 0 then redis.call('SET', key, ARGV[i], 'EX', lifetime) end
+local function move_on(key, start)
+  if redis.call('EXISTS', key) == 0 then redis.call('SET', key, start, 'EX', lifetime) end
   redis.call('INCR', key)
+end
+"""
+)
+_BUMP = (
+    _MOVE_ON
+    + """
+for i, key in ipairs(KEYS) do move_on(key, ARGV[i]) end
+return #KEYS
+"""
+)
+# Before a change commits: each generation moves on and is held by the change's token
+# (ARGV[#KEYS + 1]) for at most ARGV[#KEYS + 2] ms; holds that ended are dropped.
+_HOLD = (
+    _MOVE_ON
+    + """
+local token, span = ARGV[#KEYS + 1], tonumber(ARGV[#KEYS + 2])
+local now = redis.call('TIME')
+now = now[1] * 1000 + math.floor(now[2] / 1000)
+for i, key in ipairs(KEYS) do
+  move_on(key, ARGV[i])
+  redis.call('ZREMRANGEBYSCORE', key .. ':hold', '-inf', now)
+  redis.call('ZADD', key .. ':hold', now + span, token)
+  redis.call('PEXPIRE', key .. ':hold', span)
+end
+return #KEYS
+"""
+)
+# After it committed: each generation moves on again (what was read under the held one is
+# not read again) and the change's hold ends.
+_RELEASE = (
+    _MOVE_ON
+    + """
+for i, key in ipairs(KEYS) do
+  move_on(key, ARGV[i])
+  redis.call('ZREM', key .. ':hold', ARGV[#KEYS + 1])
 end
 return #KEYS
 """
@@ -139,6 +195,18 @@ def subject_generation_key(tenant_id: int, subject_id: str) -> str:
 
 def policy_generation_key(tenant_id: int) -> str:
     return f"mg:gen:{tenant_id}"
+
+
+def key_generation_key(prefix: str) -> str:
+    """An API key's generation (by its lookup prefix): moved on by every change of its row,
+    so a process that remembers the key knows from the cache's own read whether the row
+    it remembers is still the current one (``memory.keys``)."""
+    return f"mg:key:{prefix}"
+
+
+class KeyUnconfirmed(Exception):
+    """A key taken on trust of its generation could not be confirmed: the generation moved
+    on since it was loaded, or Redis could not be asked. Nothing was counted or read."""
 
 
 def _fresh_start() -> int:
@@ -171,7 +239,10 @@ class _KeptConnection(threading.local):
         if self.connection is None or self.pool is not pool or self.pid != os.getpid():
             self.drop()
             self.pool, self.pid = pool, os.getpid()
-            self.connection = pool.make_connection()
+            # Made outside the pool's count (``make_connection`` counts it): a thread's
+            # connection goes with the thread, and short-lived threads must not use up
+            # the pool's ``max_connections`` for everyone else.
+            self.connection = pool.connection_class(**pool.connection_kwargs)
         self.in_use = True
         return self.connection
 
@@ -339,9 +410,9 @@ def _flush_pending() -> None:
 
 
 def bump(keys: Iterable[str]) -> None:
-    """Make every cached answer under these generations unreadable. Called after commit;
-    never raises: a write that committed succeeds even when Redis is down. Bumps whenever
-    Redis is configured, even with the resolve cache off here: other processes may use it."""
+    """Make every cached answer under these generations unreadable. Never raises: a bump
+    that fails is retried before this process next uses Redis. Bumps whenever Redis is
+    configured, even with the resolve cache off here: other processes may use it."""
     if not settings.REDIS_URL:
         return
     keys = set(keys)
@@ -354,98 +425,126 @@ def bump(keys: Iterable[str]) -> None:
         redis_failed("bump")
 
 
-def _bump_on_commit(keys: set[tuple[int, str]]) -> None:
-    """Fail-closed: the committed counters change in the caller's transaction (so the
-    change and the end of its cached answers commit together), and the Redis generations
-    after commit (so old entries stop being read at once rather than just missed)."""
-    for tenant_id, key in sorted(keys):
-        _committed_bump(tenant_id, key)
-    if keys:
-        transaction.on_commit(lambda: bump(key for _, key in keys))
+def _bump_on_commit(keys: set[str]) -> None:
+    """Fail-closed (module docstring): hold the generations now, inside the caller's
+    transaction, and release them once it commits. ``CacheUnavailable`` when Redis cannot
+    be reached, whatever the cooldown says: the caller's transaction then rolls back, and
+    nothing changed that a cached answer could still contradict."""
+    if not settings.REDIS_URL or not keys:
+        return
+    names = sorted(keys)
+    token = secrets.token_hex(8)
+    starts = [_fresh_start() for _ in names]
+    try:
+        _flush_pending()
+        run_script("hold", _HOLD, names, [*starts, token, HOLD_SECONDS * 1000])
+    except REDIS_DOWN as exc:
+        redis_failed("hold")
+        raise CacheUnavailable(
+            "The resolution cache cannot be reached, so this change could not end the "
+            "answers cached before it; nothing was changed. Try again shortly."
+        ) from exc
+    transaction.on_commit(lambda: _release(names, token))
 
 
-def _committed_bump(tenant_id: int, key: str) -> None:
-    quote = connection.ops.quote_name
-    table, column = quote(CacheGeneration._meta.db_table), quote("key")
-    sql = (
-        f"INSERT INTO {table} (tenant_id, {column}, value) VALUES (%s, %s, 1) "  # noqa: S608 - our own table
-        f"ON CONFLICT (tenant_id, {column}) DO UPDATE SET value = {table}.value + 1"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [tenant_id, key])
-
-
-def _committed_generations(tenant_id: int, keys: list[str]) -> list[int]:
-    """The counters an answer is computed under, read before the answer is. Written out:
-    on every cached resolve the ORM spent longer building this lookup than PostgreSQL
-    spends answering it."""
-    quote = connection.ops.quote_name
-    table, column = quote(CacheGeneration._meta.db_table), quote("key")
-    sql = (
-        f"SELECT {column}, value FROM {table} "  # noqa: S608 - our own table, bound values
-        f"WHERE tenant_id = %s AND {column} IN ({placeholders(keys)})"
-    )
-    with prepared_cursor() as cursor:
-        cursor.execute(sql, [tenant_id, *keys])
-        found = dict(cursor.fetchall())
-    return [found.get(key, 0) for key in keys]
+def _release(names: list[str], token: str) -> None:
+    try:
+        run_script("release", _RELEASE, names, [*(_fresh_start() for _ in names), token])
+    except REDIS_DOWN:
+        # The hold ends by itself; the generations still move on before this process
+        # next uses Redis, so nothing read under the held ones is read again.
+        with _lock:
+            _pending.update(names)
+        redis_failed("bump")
 
 
 def invalidate_subject_on_commit(pairs: Iterable[tuple[int, str | None]]) -> None:
     """When the caller's transaction commits, answers about these (tenant id, subject id)
-    pairs are no longer served from the cache, on any node, even one without Redis."""
-    _bump_on_commit({(t, subject_generation_key(t, s)) for t, s in pairs if s is not None})
+    pairs are no longer served from the cache, on any node."""
+    _bump_on_commit({subject_generation_key(t, s) for t, s in pairs if s is not None})
 
 
 def invalidate_policy_on_commit(tenant_id: int) -> None:
     """A new policy version: every cached answer of the tenant is stale."""
-    _bump_on_commit({(tenant_id, policy_generation_key(tenant_id))})
+    _bump_on_commit({policy_generation_key(tenant_id)})
 
 
 def generation_keys(tenant_id: int, subject_id: str) -> list[str]:
     """The generations an answer about the subject is cached under, in the order the
-    entry's key and ``ReadAlong.committed`` name them."""
+    entry's key names them."""
     return [subject_generation_key(tenant_id, subject_id), policy_generation_key(tenant_id)]
 
 
 @dataclass(frozen=True)
 class ReadAlong:
     """What resolve's hot path hands the cache so that it makes no round trip of its own
-    for them: the committed generations, read in the statement that checked the caller's
-    key (before the answer is computed, as ``_entry_affix`` would read them), and the
-    caller's rate window, counted by the read's own script."""
+    for them: the caller's rate window, counted by the read's own script, and, for a key
+    taken on trust, its generation as loaded (key prefix, value), confirmed by the same
+    script (``KeyUnconfirmed`` otherwise)."""
 
-    committed: Sequence[int] | None = None
     window: ratelimit.Window | None = None
+    key_generation: tuple[str, str] | None = None
 
 
-def _entry_affix(
-    tenant_id: int, subject_id: str, shape: Mapping[str, Any], committed: Sequence[int] | None
-) -> tuple[str, str]:
-    if committed is None:
-        committed = _committed_generations(tenant_id, generation_keys(tenant_id, subject_id))
-    described = canonical_json({"committed": list(committed), **shape})
-    digest = hashlib.sha256(described.encode()).hexdigest()[:32]
+def key_generation(prefix: str) -> str | None:
+    """The current generation of the key with this prefix (started when missing), or None
+    when Redis cannot be asked now."""
+    if not redis_usable():
+        return None
+    try:
+        value = run_script(
+            "generation", _GENERATION_ONLY, [key_generation_key(prefix)], [_fresh_start()]
+        )
+    except REDIS_DOWN:
+        redis_failed("read")
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def key_changed_on_commit(prefix: str) -> None:
+    """A key's row changed: processes remembering it reload it on their next request. After
+    commit and best effort: a process that missed the change reloads the row within
+    ``keys.REMEMBER_SECONDS`` anyway."""
+    if settings.REDIS_URL:
+        transaction.on_commit(lambda: bump([key_generation_key(prefix)]))
+
+
+def _entry_affix(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, str]:
+    digest = hashlib.sha256(canonical_json(dict(shape)).encode()).hexdigest()[:32]
     return f"mg:res:{tenant_id}:{subject_id}:", digest
 
 
 def _read(
     tenant_id: int, subject_id: str, shape: Mapping[str, Any], along: ReadAlong
-) -> tuple[str, bytes | None]:
-    """The entry key under the current generations, and the entry if there is one.
+) -> tuple[str, bytes | None, bool]:
+    """The entry key under the current generations, the entry if there is one, and
+    whether a change holds the generations (then nothing may be stored under them).
     Raises ``RateExceeded`` when the window along is over its rate (nothing read)."""
-    prefix, digest = _entry_affix(tenant_id, subject_id, shape, along.committed)
+    prefix, digest = _entry_affix(tenant_id, subject_id, shape)
     keys = generation_keys(tenant_id, subject_id)
     args = [_fresh_start(), _fresh_start(), prefix, digest]
     if along.window is None:
-        key, entry = run_script("read", _READ, keys, args)
+        key, entry, held = run_script("read", _READ, keys, args)
+    elif along.key_generation is not None:
+        window, (prefix_of_key, loaded) = along.window, along.key_generation
+        reply = run_script(
+            "confirm-admit-read",
+            _CONFIRM_ADMIT_AND_READ,
+            [*keys, *window.keys, key_generation_key(prefix_of_key)],
+            [*args, *window.args, _fresh_start(), loaded],
+        )
+        if reply[0] == 2:
+            raise KeyUnconfirmed
+        if (wait := window.refused(reply[:3])) is not None:
+            raise ratelimit.RateExceeded(wait)
+        key, entry, held = reply[1], reply[2], reply[3]
     else:
         window = along.window
         reply = run_script("admit-read", _ADMIT_AND_READ, keys + window.keys, args + window.args)
-        if (wait := window.refused(reply)) is not None:
+        if (wait := window.refused(reply[:3])) is not None:
             raise ratelimit.RateExceeded(wait)
-        key, entry = reply[1], reply[2]
-    return key.decode(), entry
+        key, entry, held = reply[1], reply[2], reply[3]
+    return key.decode(), entry, bool(held)
 
 
 # What a computation hands the cache: the answer, and when it stops being true (or None).
@@ -474,14 +573,18 @@ def get_or_compute(
         with admitting(along.window):  # counted while the answer's statement runs
             return compute()[0], False
     if not redis_usable():
+        if along.key_generation is not None:
+            raise KeyUnconfirmed
         stats["bypassed"] += 1
         metrics.resolve_cache_outcome("bypassed")
         return compute()[0], False
     try:
         _flush_pending()
-        key, entry = _read(tenant_id, subject_id, shape, along)
-    except REDIS_DOWN:
+        key, entry, held = _read(tenant_id, subject_id, shape, along)
+    except REDIS_DOWN as exc:
         redis_failed("read")
+        if along.key_generation is not None:
+            raise KeyUnconfirmed from exc
         metrics.resolve_cache_outcome("error")
         return compute()[0], False
     metrics.resolve_cache_outcome("hit" if entry is not None else "miss")
@@ -490,7 +593,10 @@ def get_or_compute(
         return orjson.loads(entry), True
     stats["misses"] += 1
     body, next_change = compute()
-    _store(key, body, next_change)
+    if held:
+        stats["held"] += 1
+    else:
+        _store(key, body, next_change)
     return body, False
 
 

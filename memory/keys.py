@@ -7,17 +7,16 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from core.models import ApiKey, CacheGeneration, Tenant
-from core.sql import placeholders, prepared_cursor
+from core.models import ApiKey, Tenant
+from core.sql import prepared_cursor
+from memory import cache
 
 KEY_PREFIX = "mg"
 _LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -43,6 +42,8 @@ class _Remembered:
     key_row: tuple[Any, ...]
     tenant_row: tuple[Any, ...]
     loaded_at: float
+    # The key's generation in Redis read before the row was (``memory.cache``), or None.
+    generation: str | None = None
 
     def build(self, labels: Any) -> ApiKey:
         key = ApiKey.from_db("default", _KEY_FIELDS, self.key_row)
@@ -68,12 +69,8 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
     Revocation, expiry and label changes, however they are made, apply to the next
     request. Person keys are loaded whole each time, with their user and membership: a
     deactivated person is refused, and the key carries the person's current labels."""
-    found = api_key_with_generations(raw, None)
+    found = api_key_checked(raw)
     return None if found is None else found[0]
-
-
-# The committed generations (``memory.cache``) a caller wants read with the key, by tenant.
-GenerationKeys = Callable[[int], list[str]]
 
 
 @dataclass(frozen=True)
@@ -103,8 +100,7 @@ def confirmed_labels(check: KeyCheck, read: str | None) -> Any:
     """The key's current labels from what a statement read (``NOT_READ`` when it returned
     no row: then the key is read now); ``KeyRefused`` when it is no longer live."""
     if read is NOT_READ:
-        live = _live(check.key_id, [])
-        read = None if live is None else live[0]
+        read = _live(check.key_id)
     elif read is not None:
         read = json.loads(read)
     if read is None:
@@ -113,74 +109,92 @@ def confirmed_labels(check: KeyCheck, read: str | None) -> Any:
     return read
 
 
-def api_key_with_generations(
-    raw: str, generation_keys: GenerationKeys | None, *, check_later: bool = False
-) -> tuple[ApiKey, list[int] | None, KeyCheck | None] | None:
-    """``api_key_for_raw``, and, when the key is remembered, the committed generations
-    ``generation_keys(tenant id)`` names, read by the statement that checks the key
-    (resolve's hot path: one query rather than two). None for them otherwise. With
-    ``check_later``, a remembered key is not read here: it comes with the ``KeyCheck``
-    the caller must confirm before it answers anything (its labels are the remembered
-    ones until then)."""
+def api_key_on_trust(raw: str) -> tuple[ApiKey, tuple[str, str]] | None:
+    """A remembered, unexpired agent key with no query, and its generation as loaded (key
+    prefix, value), which the caller must confirm in Redis before it answers anything
+    (resolve's hot path: ``cache.ReadAlong.key_generation``). None when the key is not
+    remembered so (then ``api_key_checked`` reads it).
+
+    Every change of the key's row made through Memgov (its services, the admin, any ORM
+    save) moves the generation on after commit, so it applies to the next request; a
+    change behind Memgov's back (an UPDATE in SQL) applies once the row is reloaded,
+    within ``REMEMBER_SECONDS``."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
     digest = hash_key(raw)
     remembered = _remembered.get(digest)
-    committed = None
-    fresh = remembered is not None and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
+    if (
+        remembered is None
+        or remembered.generation is None
+        or time.monotonic() - remembered.loaded_at >= REMEMBER_SECONDS
+    ):
+        return None
+    key = remembered.build(remembered.key_row[_KEY_LABELS])
+    if key.expires_at is not None and key.expires_at <= timezone.now():
+        return None
+    if _touch(key):
+        remembered.key_row = _row(key, _KEY_FIELDS)
+    return key, (key.prefix, remembered.generation)
+
+
+def forget(raw: str) -> None:
+    """Drop what this process remembers of a key (its generation moved on)."""
+    _remembered.pop(hash_key(raw), None)
+
+
+def api_key_checked(
+    raw: str, *, check_later: bool = False, for_trust: bool = False
+) -> tuple[ApiKey, KeyCheck | None] | None:
+    """``api_key_for_raw``, read with one query when the key is remembered. With
+    ``check_later``, a remembered key is not read here: it comes with the ``KeyCheck``
+    the caller must confirm before it answers anything (its labels are the remembered
+    ones until then). With ``for_trust`` (resolve's hot path, cache on), a key loaded here
+    is remembered with its generation, so that its next requests take it on trust."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    digest = hash_key(raw)
+    remembered = _remembered.get(digest)
+    fresh = (
+        remembered is not None
+        and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
+        and not (for_trust and remembered.generation is None)
+    )
     if remembered is not None and fresh and check_later:
         key = remembered.build(remembered.key_row[_KEY_LABELS])
         if _touch(key):
             remembered.key_row = _row(key, _KEY_FIELDS)
-        return key, None, KeyCheck(key_id=key.pk, digest=digest)
+        return key, KeyCheck(key_id=key.pk, digest=digest)
     if remembered is not None and fresh:
-        wanted = generation_keys(remembered.tenant_row[_TENANT_ID]) if generation_keys else []
-        live = _live(remembered.key_row[_KEY_ID], wanted)
-        if live is None:
+        labels = _live(remembered.key_row[_KEY_ID])
+        if labels is None:
             _remembered.pop(digest, None)
             return None
-        labels, committed = live
         key = remembered.build(labels)
     else:
         _remembered.pop(digest, None)
+        # Read before the row: a change committed after it moves it on (cache.py's rule).
+        generation = cache.key_generation(parts[1]) if for_trust else None
         found = _load(parts[1], digest)
         if found is None:
             return None
         key = found
         if key.principal == ApiKey.Principal.AGENT:
-            remembered = _remember(digest, key)
+            remembered = _remember(digest, key, generation)
     if _touch(key) and remembered is not None:
         remembered.key_row = _row(key, _KEY_FIELDS)
-    return key, committed, None
+    return key, None
 
 
-def _live(key_id: int, generation_keys: list[str]) -> tuple[Any, list[int] | None] | None:
-    """The key's current labels and the committed generations asked for (None when none
-    are), or None when the key is revoked, expired (or gone)."""
-    if not generation_keys:
-        sql = f"SELECT k.labels FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY}"  # noqa: S608 - bound values
-        params: list[Any] = [key_id, timezone.now()]
-    else:
-        quote = connection.ops.quote_name
-        generations, name = quote(CacheGeneration._meta.db_table), quote("key")
-        sql = (
-            f"SELECT k.labels, g.{name}, g.value FROM {_KEYS_TABLE} k "  # noqa: S608 - bound values
-            f"LEFT JOIN {generations} g ON g.tenant_id = k.tenant_id "
-            f"AND g.{name} IN ({placeholders(generation_keys)}) WHERE {_LIVE_KEY}"
-        )
-        params = [*generation_keys, key_id, timezone.now()]
+def _live(key_id: int) -> Any:
+    """The key's current labels, or None when it is revoked, expired (or gone)."""
+    sql = f"SELECT k.labels FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY}"  # noqa: S608 - bound values
     with prepared_cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [key_id, timezone.now()])
         rows = cursor.fetchall()
-    if not rows:
-        return None
     # Both backends hand JSON columns over as text (Django decodes them in the ORM).
-    labels = json.loads(rows[0][0])
-    if not generation_keys:
-        return labels, None
-    found = {row[1]: row[2] for row in rows if row[1] is not None}
-    return labels, [found.get(key, 0) for key in generation_keys]
+    return json.loads(rows[0][0]) if rows else None
 
 
 def _load(prefix: str, digest: str) -> ApiKey | None:
@@ -201,13 +215,14 @@ def _row(instance: Any, names: list[str]) -> tuple[Any, ...]:
     return tuple(getattr(instance, name) for name in names)
 
 
-def _remember(digest: str, key: ApiKey) -> _Remembered:
+def _remember(digest: str, key: ApiKey, generation: str | None) -> _Remembered:
     if len(_remembered) >= REMEMBER_MAX:
         _remembered.clear()
     remembered = _remembered[digest] = _Remembered(
         key_row=_row(key, _KEY_FIELDS),
         tenant_row=_row(key.tenant, _TENANT_FIELDS),
         loaded_at=time.monotonic(),
+        generation=generation,
     )
     return remembered
 
@@ -224,3 +239,12 @@ def _touch(key: ApiKey) -> bool:
     ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
     key.last_used_at = now
     return True
+
+
+def key_row_changed(sender: type[ApiKey], instance: ApiKey, **kwargs: Any) -> None:
+    """``post_save``/``post_delete`` of a key: its generation moves on after commit (the
+    use stamp excepted: ``_touch`` writes it with an UPDATE, and it changes nothing a
+    caller is allowed)."""
+    if set(kwargs.get("update_fields") or ()) == {"last_used_at"}:
+        return
+    cache.key_changed_on_commit(instance.prefix)

@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 
 from approvals import services as review
 from core.errors import Conflict
-from core.models import ApiKey, CacheGeneration, IdempotencyRecord, Membership, ScopeValue, Tenant
+from core.models import ApiKey, IdempotencyRecord, Membership, ScopeValue, Tenant
 from core.principals import Principal
 from dashboard.admin.approvals import (
     ReadOnlyAdmin,
@@ -305,14 +305,6 @@ class PolicyAdmin(ReadOnlyAdmin):
 class IdempotencyRecordAdmin(ReadOnlyAdmin):
     tenant_path = None
     list_display = ("tenant", "principal", "key", "response_status", "created_at")
-
-
-@admin.register(CacheGeneration)
-class CacheGenerationAdmin(ReadOnlyAdmin):
-    tenant_path = None
-    """Committed cache generations (fail-closed invalidation); changed only by writes."""
-
-    list_display = ("tenant", "key", "value")
 
 
 @admin.register(TaskFlag)

@@ -21,6 +21,7 @@ from memory import cache
 from memory.models import Policy
 from memory.tenancy import tenant_update_settings
 from tests.approvals.support import Flow, person
+from tests.conftest import needs
 
 P9 = {"project": "P-9"}
 # Without the verification criterion a verified_record rule no longer outranks a confirmed
@@ -151,25 +152,28 @@ def test_an_item_failing_revalidation_is_suspended_until_the_cause_is_fixed_and_
     assert flow.resolved_ids(P9) == [verified]
 
 
-def test_suspension_bumps_the_subjects_cache_generation_after_its_commit(flow: Flow, monkeypatch):
+@needs("redis")
+def test_suspension_releases_the_subjects_cache_generation_after_its_commit(
+    flow: Flow, monkeypatch
+):
     record = flow.source("business_record", content="PO-7731 v3: exception granted.")
     verified = flow.rule(P9, sources=[record])["id"]
     flow.active_rule(P9, value="check every delivery")
     flow.approve(verified, "rita", "lena")
-    bumped: list[set[str]] = []
-    real_bump = cache.bump
+    released: list[set[str]] = []
+    real_release = cache._release
 
-    def recording_bump(keys):
-        bumped.append(set(keys))
-        real_bump(keys)
+    def recording_release(names, token):
+        released.append(set(names))
+        real_release(names, token)
 
-    monkeypatch.setattr(cache, "bump", recording_bump)
+    monkeypatch.setattr(cache, "_release", recording_release)
 
     flow.post("rita", "/policy", {"precedence": NO_VERIFICATION, "reason": "tie"})
 
     assert flow.memory(verified)["status"] == "checks_failed"
     subject_key = cache.subject_generation_key(flow.world.tenant.pk, flow.subject())
-    assert {subject_key} in bumped
+    assert {subject_key} in released
 
 
 def test_an_agent_sees_the_progress_and_counts_of_a_revalidation_but_not_which_memories(

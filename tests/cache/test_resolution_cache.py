@@ -8,13 +8,15 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.utils import timezone
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
+from core.errors import CacheUnavailable
 from core.principals import Principal
 from memory import cache, policy, proposals
-from memory.models import MemoryItem, Source
+from memory.models import MemoryItem, MemoryVersion, Source, Status
 from memory.resolution import resolve_for
 from tests.cache.builders import (
     addresses,
@@ -34,7 +36,7 @@ pytestmark = [needs("redis")]
 ORDER_A = {"task": "order-a"}
 
 
-def test_a_repeated_resolve_is_answered_from_redis_with_one_small_query(
+def test_a_repeated_resolve_is_answered_from_redis_without_sql(
     private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
     subject = dana(world)
@@ -44,10 +46,9 @@ def test_a_repeated_resolve_is_answered_from_redis_with_one_small_query(
     agent = world.client("agent")
     first = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
-    # One statement: is the API key still live, and the committed generations (fail-closed
-    # invalidation, issue 11; read together on resolve's hot path, issue 14). No policy,
-    # no candidates.
-    with django_assert_num_queries(1):
+    # No statement (issue 14): the key is remembered and confirmed by its generation in
+    # the cache's own Redis script; no policy, no candidates.
+    with django_assert_num_queries(0):
         second = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
     assert second.status_code == 200
@@ -250,32 +251,65 @@ def test_with_redis_unreachable_resolve_answers_from_the_database_and_warns_once
     ]
 
 
-def test_a_retirement_while_redis_is_unreachable_succeeds_and_its_bump_lands_later(
+def test_a_retirement_while_redis_is_unreachable_is_refused_and_changes_nothing(
     private_redis, world, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
+    """Fail-closed (memory.cache): a change that cannot end the answers cached before it
+    is not made; once Redis answers again, the same retirement ends them at once."""
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    agent, rita = world.principal("agent"), world.principal("rita")
+    assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
+    live = settings.CACHES["default"]["LOCATION"]
+    _point_cache_at(settings, f"redis://127.0.0.1:{free_port()}/1")
+    item = MemoryItem.objects.get(pk=version.item_id)
+
+    with pytest.raises(CacheUnavailable), django_capture_on_commit_callbacks(execute=True):
+        memory_retire(principal=rita, item=item, reason="Dana moved")
+    unchanged = MemoryVersion.objects.get(pk=version.pk).status
+    _point_cache_at(settings, live)  # the same server, its entries still there
+    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
+    still = resolve_for(agent, now_request(subject))
+    with django_capture_on_commit_callbacks(execute=True):
+        memory_retire(principal=rita, item=item, reason="Dana moved")
+    after = resolve_for(agent, now_request(subject))
+
+    assert cache.stats["hold_failures"] == 1
+    assert unchanged == Status.ACTIVE
+    assert addresses(still) == ["12 Elm Street"]
+    assert cache.stats["hits"] == 1  # the refused change left the cached answer standing
+    assert addresses(after) == []
+
+
+def test_a_change_whose_process_died_before_its_release_leaves_nothing_stale(
+    private_redis, world, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Committed, then the process died before releasing its hold: the generations had
+    moved on before the commit and stay held, so the answer is computed from the database
+    and not stored, until the hold ends by itself; then caching resumes."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
         version = propose_address(world, subject)
     agent = world.principal("agent")
     assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
-    live = settings.CACHES["default"]["LOCATION"]
-    _point_cache_at(settings, f"redis://127.0.0.1:{free_port()}/1")
+    monkeypatch.setattr(cache, "_release", lambda names, token: None)
 
     with django_capture_on_commit_callbacks(execute=True):
-        flagged = memory_retire(
+        memory_retire(
             principal=world.principal("rita"),
             item=MemoryItem.objects.get(pk=version.item_id),
             reason="Dana moved",
         )
-    _point_cache_at(settings, live)  # the same server, its entries still there
-    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
-    answer = resolve_for(agent, now_request(subject))
+    held = [resolve_for(agent, now_request(subject)) for _ in "12"]
+    client = private_redis.client()
+    for hold in client.scan_iter("mg:gen:*:hold"):  # HOLD_SECONDS later
+        client.zadd(hold, dict.fromkeys(client.zrange(hold, 0, -1), 0))
+    after = [resolve_for(agent, now_request(subject)) for _ in "12"]
 
-    assert flagged == []
-    assert cache.stats["bump_failures"] == 1
-    assert addresses(answer) == []
-    assert cache._pending == set()
-    assert len(private_redis.entries(subject)) == 2  # the stale one is unreadable
+    assert [addresses(answer) for answer in held + after] == [[]] * 4
+    assert cache.stats["held"] == 2
+    assert (cache.stats["misses"], cache.stats["hits"]) == (4, 1)
 
 
 def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(

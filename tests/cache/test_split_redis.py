@@ -1,8 +1,8 @@
-"""Issue 11, point 7: fail-closed invalidation. A retirement made through a web node whose
-Redis is unreachable returns 200; a healthy node that had the answer cached must not serve
-it once the retirement has returned. The committed generation (memory.cache: a counter
-bumped in the change's own transaction and named in every entry's key) makes that hold
-without the Redis bump."""
+"""Issue 11, point 7: fail-closed invalidation. A healthy node that had an answer cached
+must never serve it after a change that ended it has returned. A retirement asked of a
+web node whose Redis is unreachable could not end the cached answers, so it is refused
+(503, nothing changed: memory.cache holds the generations before a change commits); the
+same retirement through a healthy node ends them at once."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from memory.models import MemoryVersion, Status
 from tests.cache.builders import addresses, assert_active, dana, propose_address
 from tests.cache.conftest import Gunicorn, Readers, free_port
 from tests.conftest import needs
@@ -28,27 +29,37 @@ def node_without_redis(django_db_setup: object) -> Iterator[Gunicorn]:
     server.stop()
 
 
-def test_a_retirement_through_a_node_without_redis_ends_the_cached_answer_everywhere(
+def test_a_retirement_through_a_node_without_redis_is_refused_and_through_another_ends_it(
     private_redis, gunicorn_server, node_without_redis, world
 ):
     subject = dana(world)
     version = propose_address(world, subject)
     assert_active(version)
+    retire = f"/api/v1/memories/{version.item_id}/retire"
 
     with Readers(gunicorn_server, world.keys["agent"], {"subject": subject}) as readers:
         readers.wait_for(20)
         assert private_redis.entries(subject), "the healthy node is not using the cache"
-        status, body = node_without_redis.call(
-            "POST",
-            f"/api/v1/memories/{version.item_id}/retire",
-            world.keys["rita"],
-            {"reason": "Dana moved"},
+        refused, problem = node_without_redis.call(
+            "POST", retire, world.keys["rita"], {"reason": "Dana moved"}
+        )
+        asked = time.monotonic()
+        readers.wait_for(20, after=asked)
+        status_after_refusal = MemoryVersion.objects.get(pk=version.pk).status
+        retiring = time.monotonic()
+        status, body = gunicorn_server.call(
+            "POST", retire, world.keys["rita"], {"reason": "Dana moved"}
         )
         returned = time.monotonic()
         readers.wait_for(40, after=returned)
 
+    assert refused == 503, problem
+    assert problem["type"].endswith("/cache-unavailable")
+    assert status_after_refusal == Status.ACTIVE
     assert status == 200, body
+    assert {r.status for r in readers.reads} == {200}
+    between = [r for r in readers.started_after(asked) if r.ended < retiring]
+    assert between and all(ELM in addresses(r.answer) for r in between)  # nothing changed
     after = readers.started_after(returned)
-    assert {r.status for r in after} == {200}
     assert len(after) >= 40
     assert [r for r in after if ELM in addresses(r.answer)] == []

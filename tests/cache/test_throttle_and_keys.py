@@ -25,6 +25,12 @@ def _key_row(raw: str) -> ApiKey:
     return ApiKey.objects.get(prefix=raw.split("_")[1])
 
 
+def _remembered_long_ago() -> None:
+    """Every remembered key as if loaded ``REMEMBER_SECONDS`` ago: its next use reloads it."""
+    for remembered in keys._remembered.values():
+        remembered.loaded_at -= keys.REMEMBER_SECONDS
+
+
 def test_an_agent_over_its_rate_gets_429_with_retry_after_and_others_are_not_slowed(
     private_redis, world, monkeypatch
 ):
@@ -115,7 +121,8 @@ def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_request(
 def test_labels_taken_from_a_remembered_key_are_the_current_ones(
     private_redis, world, django_capture_on_commit_callbacks
 ):
-    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included."""
+    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included: a
+    saved change of the key moves its generation, and the next request reloads it."""
     subject = dana(world)
     finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
     invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
@@ -125,14 +132,44 @@ def test_labels_taken_from_a_remembered_key_are_the_current_ones(
     row = _key_row(world.keys["agent"])
     ApiKey.objects.filter(pk=row.pk).update(labels=["staff", "finance"])
     agent = world.client("agent")
-    before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+    for _ in "12":  # remembered, then taken on trust of its generation
+        before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
 
-    ApiKey.objects.filter(pk=row.pk).update(labels=["staff"])
+    row.labels = ["staff"]
+    with django_capture_on_commit_callbacks(execute=True):  # as the admin saves it
+        row.save(update_fields=["labels"])
     after = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
 
     assert addresses(before) == ["Finance desk"]
     assert addresses(after) == []
     assert len(keys._remembered) == 1
+
+
+def test_labels_changed_behind_memgov_s_back_apply_once_the_key_is_reloaded(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    """An UPDATE in SQL moves no generation: the remembered row is used until it is
+    reloaded, ``REMEMBER_SECONDS`` after it was read (the bound docs/architecture.md
+    names), and then the current labels decide."""
+    subject = dana(world)
+    finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
+    invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject, "Finance desk", source=invoice, by=finance)
+    assert_active(version)
+    row = _key_row(world.keys["agent"])
+    ApiKey.objects.filter(pk=row.pk).update(labels=["staff", "finance"])
+    agent = world.client("agent")
+    for _ in "12":
+        before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+
+    ApiKey.objects.filter(pk=row.pk).update(labels=["staff"])
+    within = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+    _remembered_long_ago()
+    after = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
+
+    assert addresses(before) == addresses(within) == ["Finance desk"]
+    assert addresses(after) == []
 
 
 def test_person_keys_are_loaded_whole_on_every_request(private_redis, world):
@@ -165,19 +202,63 @@ def test_resolve_counts_each_request_once_whether_answered_on_the_hot_path_or_pa
     assert world.client("rita").get("/api/v1/policy").status_code == 200
 
 
-def test_a_key_revoked_behind_the_services_back_is_refused_on_the_resolve_hot_path(
-    private_redis, world
+def test_a_key_revoked_is_refused_on_the_resolve_hot_path_without_a_query(
+    private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
+    """The hot path takes a remembered key on trust of its generation, which the cache's
+    own Redis script confirms: revoking the key moves it, so the next request is refused."""
     subject = dana(world)
     agent = world.client("agent")
     for _ in "12":  # remembered, and answered from the cache
         assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
+    with django_assert_num_queries(0):
+        assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
 
-    ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
+    with django_capture_on_commit_callbacks(execute=True):
+        tenancy.api_key_revoke(key=_key_row(world.keys["agent"]))
     refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
     assert refused.status_code == 401
     assert refused["Content-Type"] == "application/problem+json"
+    assert keys._remembered == {}
+
+
+def test_a_key_revoked_behind_the_services_back_is_refused_on_the_hot_path_once_reloaded(
+    private_redis, world
+):
+    """An UPDATE in SQL moves no generation; the row is read again ``REMEMBER_SECONDS``
+    after it was loaded, and from then on the key is refused."""
+    subject = dana(world)
+    agent = world.client("agent")
+    for _ in "12":
+        assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
+
+    ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
+    _remembered_long_ago()
+    refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert refused.status_code == 401
+
+
+def test_a_key_taken_on_trust_is_read_from_the_database_while_redis_is_unreachable(
+    private_redis, world, settings, django_capture_on_commit_callbacks
+):
+    """Without Redis nothing can confirm the remembered key: the request is answered by the
+    full path, which reads the key's row, so a revocation still applies."""
+    subject = dana(world)
+    agent = world.client("agent")
+    for _ in "12":
+        assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{free_port()}/1"}
+    }
+
+    answered = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+    ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
+    refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert answered.status_code == 200
+    assert refused.status_code == 401
 
 
 def test_with_the_cache_off_a_resolve_is_counted_while_its_statement_runs(
@@ -234,8 +315,8 @@ def test_a_script_run_while_the_rate_script_is_in_flight_gets_its_own_reply(priv
     names = cache.generation_keys(1, "ent_inner")
 
     with cache.admitting(window):
-        key, entry = cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"])
+        key, entry, held = cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"])
     with pytest.raises(ratelimit.RateExceeded), cache.admitting(window):
         pass
 
-    assert key.decode().endswith(":7:7:d") and entry is None
+    assert key.decode().endswith(":7:7:d") and entry is None and held == 0

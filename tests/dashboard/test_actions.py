@@ -16,7 +16,8 @@ from audit.models import AuditEvent
 from memory import proposals
 from memory.models import MemoryVersion, Policy, Scenario
 from memory.resolution import ResolveRequest, decide, resolution_body, resolve_for
-from tests.conftest import later
+from tests.cache.conftest import free_port
+from tests.conftest import later, needs
 from tests.dashboard.support import Demo, demo_year
 
 
@@ -155,6 +156,25 @@ def test_retiring_from_the_item_page_stops_resolve_returning_it(demo: Demo, comm
     assert response.status_code == 302
     assert _head(demo, "order_a").status == "retired"
     assert _dana_address(demo, "order-a") == [("12 Elm Street", demo.items["dana_home"])]
+
+
+@needs("redis")
+def test_retiring_while_the_cache_is_unreachable_says_so_and_changes_nothing(
+    demo: Demo, settings: Any
+) -> None:
+    """Fail-closed (docs/architecture.md): a retirement that could not end the cached
+    answers is not made, and the reviewer is told to try again."""
+    unreachable = f"redis://127.0.0.1:{free_port()}/1"
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": unreachable}}
+
+    response = demo.client("rita").post(
+        f"/memories/{demo.items['dana_home']}/retire/",
+        {"reason": "Dana moved", "in_flight": "continue"},
+    )
+
+    assert response.status_code == 503
+    assert "nothing was changed. Try again shortly." in response.content.decode()
+    assert _head(demo, "dana_home").status == "active"
 
 
 def test_retiring_needs_retire_authority_over_the_scope(demo: Demo) -> None:
