@@ -131,7 +131,9 @@ def main(argv: list[str] | None = None) -> None:
         for i in range(args.requests):
             resolve(i)
         profiler.disable()
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
+        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(
+            args.profile
+        )
         if os.environ.get("PROFILE_DUMP"):
             profiler.dump_stats(os.environ["PROFILE_DUMP"])
 

@@ -23,7 +23,7 @@ def floor_checks(request: HttpRequest) -> JsonResponse:
     hot path): the caller's key as remembered in this process (read when it is not), and
     one call of the cache's Redis read script. No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
-    found = keys.api_key_on_trust(raw) or keys.api_key_checked(raw)
+    found = keys.api_key_on_trust(raw) or keys.api_key_checked(raw, for_trust=True)
     if found is None:
         return JsonResponse({"status": "unknown key"}, status=401)
     names = cache.generation_keys(found[0].tenant_id, "floor")
