@@ -220,14 +220,31 @@ class Tally:
     stale_checks: int = 0
     retired: list[tuple[str, str, dict[str, str], float]] = field(default_factory=list)
     flows: collections.Counter[str] = field(default_factory=collections.Counter)
+    # Changes refused with 503 cache-unavailable (nothing changed; Redis unreachable) and
+    # asked again after Retry-After, as a client should: not errors unless never accepted.
+    refused_then_retried: collections.Counter[str] = field(default_factory=collections.Counter)
 
-    def count(self, op: str, status: str) -> None:
+    def count(self, op: str, status: str, *, retried: bool = False) -> None:
         with self.lock:
             self.requests += 1
             self.by_status[status] += 1
             self.by_operation[op] += 1
-            if not status.startswith("2"):
+            if retried:
+                self.refused_then_retried[op] += 1
+            elif not status.startswith("2"):
                 self.errors[f"{op} {status}"] += 1
+
+
+# How long a client keeps asking again a change refused while Redis is unreachable.
+CACHE_UNAVAILABLE_PATIENCE = 60.0
+
+
+def _cache_unavailable(answer: httpx.Response) -> bool:
+    return (
+        answer.status_code == 503
+        and answer.headers.get("content-type", "").startswith("application/problem+json")
+        and str(answer.json().get("type", "")).endswith("/cache-unavailable")
+    )
 
 
 class Client:
@@ -239,18 +256,23 @@ class Client:
     def call(
         self, who: str, method: str, path: str, op: str, body: Any = None, **headers: str
     ) -> httpx.Response | None:
-        try:
-            answer = self.http.request(
-                method,
-                path,
-                json=body,
-                headers={"Authorization": f"Bearer {self.keys[who]}", **headers},
-            )
-        except httpx.HTTPError as exc:
-            self.tally.count(op, type(exc).__name__)
-            return None
-        self.tally.count(op, str(answer.status_code))
-        return answer
+        deadline = time.monotonic() + CACHE_UNAVAILABLE_PATIENCE
+        while True:
+            try:
+                answer = self.http.request(
+                    method,
+                    path,
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.keys[who]}", **headers},
+                )
+            except httpx.HTTPError as exc:
+                self.tally.count(op, type(exc).__name__)
+                return None
+            retry = _cache_unavailable(answer) and time.monotonic() < deadline
+            self.tally.count(op, str(answer.status_code), retried=retry)
+            if not retry:
+                return answer
+            time.sleep(float(answer.headers.get("Retry-After", "1")))
 
     def resolve(self, subject: str, context: dict[str, str]) -> set[str] | None:
         answer = self.call(
@@ -596,6 +618,7 @@ def main() -> int:
         "requests_per_second": round(tally.requests / max(load_seconds, 1), 1),
         "by_status": dict(tally.by_status.most_common()),
         "errors": dict(tally.errors.most_common()),
+        "refused_while_redis_unreachable_then_retried": dict(tally.refused_then_retried),
         "by_operation": dict(tally.by_operation.most_common()),
         "flows": dict(tally.flows.most_common()),
         "faults": faults,

@@ -1,5 +1,5 @@
 """The cache packs its script commands itself (``memory.cache._packed``): the bytes must be
-exactly those redis-py would send for the same arguments."""
+exactly those redis-py would send for the same arguments (text, bytes, numbers)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ _ARGUMENT = st.one_of(
     st.text(st.characters(codec="utf-8")),
     st.binary(max_size=300),
     st.integers(min_value=-(2**63), max_value=2**64),
+    st.floats(allow_nan=False),
 )
 
 
@@ -25,5 +26,7 @@ def test_a_resolve_script_call_is_packed_as_redis_py_packs_it() -> None:
 
 
 @given(st.lists(_ARGUMENT, min_size=1, max_size=20))
-def test_any_text_bytes_or_integers_are_packed_as_redis_py_packs_them(arguments: list) -> None:
+def test_any_text_bytes_or_integers_are_packed_as_redis_py_packs_them(
+    arguments: list[str | bytes | int | float],
+) -> None:
     assert _packed("EVALSHA", *arguments) == b"".join(_REDIS_PY.pack("EVALSHA", *arguments))
