@@ -7,9 +7,10 @@
 database, migrates it and loads the demo tenant, then starts its own stack:
 
 - a Redis on a free port (cache in db 1, broker in db 0), no persistence;
-- gunicorn with the production settings (``deploy/gunicorn.conf.py``, 2 workers x 4
-  threads, ``DEBUG=false``) but ``--max-requests 0``, so a leak shows as growth instead of
-  being hidden by recycled workers;
+- gunicorn as production runs it (``config.asgi:application`` with
+  ``deploy/gunicorn.conf.py``'s uvicorn workers, ``DEBUG=false``), 2 workers, but
+  ``--max-requests 0``, so a leak shows as growth instead of being hidden by recycled
+  workers;
 - a Celery worker (prefork, concurrency 2) and Celery beat (the sweeps).
 
 Clients (agent, and the reviewers rita and lena) run mixed work: propose preferences and
@@ -157,9 +158,9 @@ class Stack:
     def start_web(self) -> None:
         self.web = self._spawn(
             "web",
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application",
+            [sys.executable, "-m", "gunicorn", "config.asgi:application",
              "-c", "deploy/gunicorn.conf.py", "--bind", f"127.0.0.1:{self.web_port}",
-             "--workers", "2", "--threads", "4", "--max-requests", "0"],
+             "--workers", "2", "--max-requests", "0"],
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -9,6 +9,9 @@ from django.core.asgi import get_asgi_application
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# A request's sync code runs in a thread of its own here: pooled connections, not
+# persistent ones (config/settings.py).
+os.environ.setdefault("MEMGOV_DB_POOL", "true")
 # Sets Django up before the MCP app loads; its handler is a plain ASGI app (stubs are narrower).
 django_application = cast("ASGIApp", get_asgi_application())
 

@@ -95,6 +95,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif env_bool("MEMGOV_DB_POOL", default=False):
+    # Under ASGI (config/asgi.py turns this on) Django runs each request's sync code in a
+    # thread of its own, so persistent connections pile up one per request until
+    # PostgreSQL refuses more; Django's documentation says to use the driver's pool
+    # instead. Connections go back to the pool at the end of each request and keep their
+    # prepared statements (core.sql).
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": env_int("MEMGOV_DB_POOL_SIZE", 8),
+        "timeout": 10,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")

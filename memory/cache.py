@@ -18,8 +18,8 @@ under a generation no one reads again.
   the next expiry or validity bound of its candidates, or after ``MAX_ENTRY_SECONDS``.
 - When Redis fails, resolve reads the database (correct, slower; logged and counted in
   ``stats``) and skips Redis for ``COOLDOWN_SECONDS`` so requests do not each wait for a
-  timeout; writes succeed, and a bump that failed is retried before this process next
-  uses Redis.
+  timeout. A change is refused instead (below); a release that failed after a commit is
+  retried before this process next uses Redis.
 - Fail-closed: a change holds its generations in Redis before it commits
   (``_bump_on_commit``): they move on at once, and readers do not store answers under a
   held generation; after commit they move on again and the hold ends. A change whose hold
@@ -217,72 +217,73 @@ def _redis() -> Any:
     return get_redis_connection("default")
 
 
-class _KeptConnection(threading.local):
-    """One Redis connection per thread for the scripts, kept out of the pool between
-    uses: taking a connection from redis-py's pool and giving it back (a lock, a check
-    that nothing is left unread, the retry wrapper) cost more client CPU than the
-    script's own round trip. A connection that failed, or whose reply may be left unread,
-    is dropped, and the next use opens another. Per process: a forked child never uses
-    its parent's socket."""
+@dataclass(eq=False)
+class _Kept:
+    connection: Any
+    proven: bool = False  # it answered before: a failure may be the server's restart since
 
-    pool: Any = None
-    connection: Any = None
-    pid = 0
-    in_use = False
-    proven = False  # it answered before: a failure may be the server's restart since
 
-    def take(self, pool: Any) -> Any:
-        """This thread's connection to ``pool``'s server, or None while it is in use (a
-        script sent inside another's round trip then takes the pool's path)."""
-        if self.in_use:
-            return None
-        if self.connection is None or self.pool is not pool or self.pid != os.getpid():
-            self.drop()
+class _KeptConnections:
+    """Redis connections for the scripts, kept out of redis-py's pool between uses: taking
+    a connection from redis-py's pool and giving it back (a lock, a check that nothing is
+    left unread, the retry wrapper) cost more client CPU than the script's own round trip.
+
+    One free list for the process, not one connection per thread: under ASGI every
+    request runs in a thread of its own, so a thread's connection would be one per
+    request. A use takes a free connection (or opens one) and gives it back; one that
+    failed, or whose reply may be left unread, is closed instead. Opened outside the
+    pool's count: ``max_connections`` stays the pool's own. Per process: a forked child
+    neither uses nor closes its parent's sockets."""
+
+    MAX_FREE = 32
+
+    def __init__(self) -> None:
+        self.free: list[_Kept] = []
+        self.pool: Any = None
+        self.pid = 0
+
+    def take(self, pool: Any) -> _Kept:
+        if self.pool is not pool or self.pid != os.getpid():
+            stale, self.free = self.free, []
+            if self.pid == os.getpid():  # settings changed: another server now
+                for kept in stale:
+                    kept.connection.disconnect()
             self.pool, self.pid = pool, os.getpid()
-            # Made outside the pool's count (``make_connection`` counts it): a thread's
-            # connection goes with the thread, and short-lived threads must not use up
-            # the pool's ``max_connections`` for everyone else.
-            self.connection = pool.connection_class(**pool.connection_kwargs)
-        self.in_use = True
-        return self.connection
+        try:
+            return self.free.pop()
+        except IndexError:
+            return _Kept(pool.connection_class(**pool.connection_kwargs))
 
-    def give_back(self, *, clean: bool) -> None:
-        self.in_use = False
-        if clean:
-            self.proven = True
+    def give_back(self, kept: _Kept, *, clean: bool) -> None:
+        if clean and len(self.free) < self.MAX_FREE:
+            kept.proven = True
+            self.free.append(kept)
         else:
-            self.drop()
-
-    def drop(self) -> None:
-        connection, self.connection, self.proven = self.connection, None, False
-        if connection is not None and self.pid == os.getpid():
-            connection.disconnect()
+            kept.connection.disconnect()
 
 
-_kept = _KeptConnection()
+_kept = _KeptConnections()
 
 
 def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
-    """One round trip: the script is sent by sha1 (EVALSHA) on this thread's kept
-    connection, and loaded again when the server answers NOSCRIPT (after a restart or a
-    flush). A connection the server closed since its last use (a restart) is replaced
-    once, as redis-py's own retry would."""
+    """One round trip: the script is sent by sha1 (EVALSHA) on a kept connection, and
+    loaded again when the server answers NOSCRIPT (after a restart or a flush). A kept
+    connection the server closed since its last use (a restart) is replaced, as
+    redis-py's own retry would."""
     client = _redis()
     script = _script(client, name, source)
     while True:
-        connection = _kept.take(client.connection_pool)
-        if connection is None:
-            return script(keys=keys, args=args, client=client)
-        clean, proven = False, _kept.proven
+        kept = _kept.take(client.connection_pool)
+        clean = False
         try:
-            reply = _evalsha(client, connection, script, keys, args)
+            reply = _evalsha(client, kept.connection, script, keys, args)
             clean = True
             return reply
         except RedisConnectionError:
-            if not proven:
+            if not kept.proven:
                 raise
         finally:
-            _kept.give_back(clean=clean)
+            _kept.give_back(kept, clean=clean)
 
 
 def _evalsha(client: Any, connection: Any, script: Any, keys: list[str], args: list[Any]) -> Any:
@@ -366,34 +367,28 @@ def admitting(window: ratelimit.Window) -> Iterator[None]:
         raise ratelimit.RateExceeded(verdict)
 
 
-def _send_admission(window: ratelimit.Window) -> Any:
-    """The kept connection with the rate script sent on it; None when Redis failed, or
-    when the kept connection is busy (the window is then counted at once)."""
+def _send_admission(window: ratelimit.Window) -> _Kept | None:
+    """A kept connection with the rate script sent on it; None when Redis failed."""
     client = _redis()
-    connection = _kept.take(client.connection_pool)
-    if connection is None:
-        if (wait := admit(window)) is not None:
-            raise ratelimit.RateExceeded(wait)
-        return None
+    kept = _kept.take(client.connection_pool)
     try:
         script = _script(client, "throttle", ratelimit.SCRIPT)
-        connection.send_packed_command(
-            [_packed("EVALSHA", script.sha, 2, *window.keys, *window.args)]
-        )
+        command = _packed("EVALSHA", script.sha, 2, *window.keys, *window.args)
+        kept.connection.send_packed_command([command])
     except REDIS_DOWN:
-        _kept.give_back(clean=False)
+        _kept.give_back(kept, clean=False)
         redis_failed("throttle")
         return None
-    return connection
+    return kept
 
 
-def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | None:
+def _admission_verdict(kept: _Kept, window: ratelimit.Window) -> float | None:
     """The seconds to wait, or None when the request is in (or Redis failed); the kept
     connection is given back. After a Redis restart (NOSCRIPT) the script is loaded and
     run again, as ``run_script`` does."""
     clean, reply = False, None
     try:
-        reply = connection.read_response()
+        reply = kept.connection.read_response()
         clean = True
     except NoScriptError:
         clean = True
@@ -401,7 +396,7 @@ def _admission_verdict(connection: Any, window: ratelimit.Window) -> float | Non
         redis_failed("throttle")
         return None
     finally:
-        _kept.give_back(clean=clean)
+        _kept.give_back(kept, clean=clean)
     return admit(window) if reply is None else window.refused(reply)
 
 
@@ -445,6 +440,9 @@ def _bump_on_commit(keys: set[str]) -> None:
     be reached, whatever the cooldown says: the caller's transaction then rolls back, and
     nothing changed that a cached answer could still contradict."""
     if not settings.REDIS_URL or not keys:
+        return
+    if not transaction.get_connection().in_atomic_block:
+        bump(keys)  # the change is already committed: there is nothing left to refuse
         return
     names = sorted(keys)
     token = secrets.token_hex(8)

@@ -28,7 +28,7 @@ Phases:
 - ``cache``: Redis entries of the subject. Their keys all begin with
   ``mg:res:<tenant>:<subject>:`` (``memory.cache``), so a SCAN on that prefix finds every
   one without a per-subject index; each is deleted, and so is the subject's generation
-  counter. (They were already unreadable: the start bumped the committed generation.)
+  counter. (They were already unreadable: the start moved the subject's generation on.)
 - ``done``: one audit event ``subject.erased`` with the counts, the erasure id and the
   former name's digest; the requester is emailed (no personal content).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -340,8 +341,8 @@ def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
 def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a_cooldown(
     private_redis, redis_server, world, django_capture_on_commit_callbacks
 ):
-    """Each thread keeps one connection for the cache's scripts (``cache._kept``); one the
-    server closed since it last answered is replaced at once, as redis-py's retry would."""
+    """The cache's scripts use kept connections (``cache._kept``); one the server closed
+    since it last answered is replaced at once, as redis-py's retry would."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
         propose_address(world, subject)
@@ -384,3 +385,22 @@ def test_a_reply_left_unread_by_a_timeout_is_never_taken_for_the_next_answer(
 
     assert addresses(answer) == ["7 Oak Lane"]
     assert cache.stats["read_failures"] == 1
+
+
+def test_requests_each_in_a_thread_of_their_own_share_the_kept_connections(private_redis):
+    """Under ASGI every request runs in a new thread: the scripts' connections belong to
+    the process, so 150 such requests use one connection, and none of them counts against
+    the pool's ``max_connections`` (100), which a connection per thread exhausted."""
+    names = cache.generation_keys(1, "ent_threads")
+    replies: list[Any] = []
+
+    def request() -> None:
+        replies.append(cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"]))
+
+    for _ in range(150):
+        thread = threading.Thread(target=request)
+        thread.start()
+        thread.join()
+
+    assert len(replies) == 150
+    assert len(cache._kept.free) == 1
