@@ -220,6 +220,7 @@ def _redis() -> Any:
 @dataclass(eq=False)
 class _Kept:
     connection: Any
+    pool: Any  # whose server it talks to, and whose free list it goes back to
     proven: bool = False  # it answered before: a failure may be the server's restart since
 
 
@@ -228,37 +229,46 @@ class _KeptConnections:
     a connection from redis-py's pool and giving it back (a lock, a check that nothing is
     left unread, the retry wrapper) cost more client CPU than the script's own round trip.
 
-    One free list for the process, not one connection per thread: under ASGI every
-    request runs in a thread of its own, so a thread's connection would be one per
-    request. A use takes a free connection (or opens one) and gives it back; one that
-    failed, or whose reply may be left unread, is closed instead. Opened outside the
-    pool's count: ``max_connections`` stays the pool's own. Per process: a forked child
-    neither uses nor closes its parent's sockets."""
+    Free lists for the process, not one connection per thread: under ASGI every request
+    runs in a thread of its own, so a thread's connection would be one per request. A use
+    takes a free connection (or opens one) and gives it back; one that failed, or whose
+    reply may be left unread, is closed instead. One list per redis-py pool: threads that
+    raced to create django-redis's client can hold two pools of one server, and a single
+    list would close one pool's connections whenever the other's thread came by. Opened
+    outside the pool's count: ``max_connections`` stays the pool's own. Per process: a
+    forked child neither uses nor closes its parent's sockets."""
 
     MAX_FREE = 32
+    MAX_POOLS = 8  # pools of servers no longer configured (tests) are let go past this
 
     def __init__(self) -> None:
-        self.free: list[_Kept] = []
-        self.pool: Any = None
+        self.free: dict[Any, list[_Kept]] = {}
         self.pid = 0
 
     def take(self, pool: Any) -> _Kept:
-        if self.pool is not pool or self.pid != os.getpid():
-            stale, self.free = self.free, []
-            if self.pid == os.getpid():  # settings changed: another server now
-                for kept in stale:
-                    kept.connection.disconnect()
-            self.pool, self.pid = pool, os.getpid()
+        if self.pid != os.getpid():
+            self.free, self.pid = {}, os.getpid()
+        free = self.free.get(pool)
+        if free is None:
+            if len(self.free) >= self.MAX_POOLS:
+                self._let_go()
+            free = self.free.setdefault(pool, [])
         try:
-            return self.free.pop()
+            return free.pop()
         except IndexError:
-            return _Kept(pool.connection_class(**pool.connection_kwargs))
+            return _Kept(pool.connection_class(**pool.connection_kwargs), pool)
 
     def give_back(self, kept: _Kept, *, clean: bool) -> None:
-        if clean and len(self.free) < self.MAX_FREE:
+        free = self.free.get(kept.pool)
+        if clean and free is not None and len(free) < self.MAX_FREE:
             kept.proven = True
-            self.free.append(kept)
+            free.append(kept)
         else:
+            kept.connection.disconnect()
+
+    def _let_go(self) -> None:
+        lists, self.free = list(self.free.values()), {}
+        for kept in (kept for free in lists for kept in free):
             kept.connection.disconnect()
 
 

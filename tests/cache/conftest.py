@@ -122,6 +122,7 @@ def private_redis(
     monkeypatch.setattr(cache, "_pending", set())
     monkeypatch.setattr(cache, "stats", Counter())
     monkeypatch.setattr(keys, "_remembered", {})
+    monkeypatch.setattr(cache, "_kept", cache._KeptConnections())
     return redis_server
 
 
