@@ -118,11 +118,10 @@ def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_request(
     assert agent.get("/api/v1/policy").status_code == 401
 
 
-def test_labels_taken_from_a_remembered_key_are_the_current_ones(
-    private_redis, world, django_capture_on_commit_callbacks
-):
-    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included: a
-    saved change of the key moves its generation, and the next request reloads it."""
+@pytest.fixture
+def finance_desk(world, django_capture_on_commit_callbacks) -> tuple[str, ApiKey]:
+    """Dana's address from a message only finance may see, and the agent key, given the
+    finance label: the subject and the key's row."""
     subject = dana(world)
     finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
     invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
@@ -131,6 +130,16 @@ def test_labels_taken_from_a_remembered_key_are_the_current_ones(
     assert_active(version)
     row = _key_row(world.keys["agent"])
     ApiKey.objects.filter(pk=row.pk).update(labels=["staff", "finance"])
+    row.refresh_from_db()
+    return subject, row
+
+
+def test_labels_taken_from_a_remembered_key_are_the_current_ones(
+    private_redis, world, finance_desk, django_capture_on_commit_callbacks
+):
+    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included: a
+    saved change of the key moves its generation, and the next request reloads it."""
+    subject, row = finance_desk
     agent = world.client("agent")
     for _ in "12":  # remembered, then taken on trust of its generation
         before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
@@ -146,19 +155,12 @@ def test_labels_taken_from_a_remembered_key_are_the_current_ones(
 
 
 def test_labels_changed_behind_memgov_s_back_apply_once_the_key_is_reloaded(
-    private_redis, world, django_capture_on_commit_callbacks
+    private_redis, world, finance_desk
 ):
     """An UPDATE in SQL moves no generation: the remembered row is used until it is
     reloaded, ``REMEMBER_SECONDS`` after it was read (the bound docs/architecture.md
     names), and then the current labels decide."""
-    subject = dana(world)
-    finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
-    invoice = message(world, "Invoices to the finance desk.", visibility=["finance"])
-    with django_capture_on_commit_callbacks(execute=True):
-        version = propose_address(world, subject, "Finance desk", source=invoice, by=finance)
-    assert_active(version)
-    row = _key_row(world.keys["agent"])
-    ApiKey.objects.filter(pk=row.pk).update(labels=["staff", "finance"])
+    subject, row = finance_desk
     agent = world.client("agent")
     for _ in "12":
         before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
