@@ -54,9 +54,9 @@ class _Remembered:
 
 _KEY_FIELDS = [f.attname for f in ApiKey._meta.concrete_fields]
 _KEY_ID = _KEY_FIELDS.index("id")
+_KEY_EXPIRES_AT = _KEY_FIELDS.index("expires_at")
 _KEY_LABELS = _KEY_FIELDS.index("labels")
 _TENANT_FIELDS = [f.attname for f in Tenant._meta.concrete_fields]
-_TENANT_ID = _TENANT_FIELDS.index("id")
 _remembered: dict[str, _Remembered] = {}
 
 
@@ -119,23 +119,39 @@ def api_key_on_trust(raw: str) -> tuple[ApiKey, tuple[str, str]] | None:
     save) moves the generation on after commit, so it applies to the next request; a
     change behind Memgov's back (an UPDATE in SQL) applies once the row is reloaded,
     within ``REMEMBER_SECONDS``."""
-    parts = raw.split("_", 2)
-    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+    found = _lookup(raw)
+    if found is None:
         return None
-    digest = hash_key(raw)
-    remembered = _remembered.get(digest)
+    _, _, remembered = found
     if (
         remembered is None
         or remembered.generation is None
         or time.monotonic() - remembered.loaded_at >= REMEMBER_SECONDS
     ):
         return None
-    key = remembered.build(remembered.key_row[_KEY_LABELS])
-    if key.expires_at is not None and key.expires_at <= timezone.now():
+    expires_at = remembered.key_row[_KEY_EXPIRES_AT]
+    if expires_at is not None and expires_at <= timezone.now():
         return None
+    key = _as_remembered(remembered)
+    return key, (key.prefix, remembered.generation)
+
+
+def _lookup(raw: str) -> tuple[str, str, _Remembered | None] | None:
+    """A raw key of Memgov's form as its lookup prefix, its digest and what this process
+    remembers of it; None for anything else."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+        return None
+    digest = hash_key(raw)
+    return parts[1], digest, _remembered.get(digest)
+
+
+def _as_remembered(remembered: _Remembered) -> ApiKey:
+    """The remembered key with its remembered labels, its use stamped (once a minute)."""
+    key = remembered.build(remembered.key_row[_KEY_LABELS])
     if _touch(key):
         remembered.key_row = _row(key, _KEY_FIELDS)
-    return key, (key.prefix, remembered.generation)
+    return key
 
 
 def forget(raw: str) -> None:
@@ -151,20 +167,17 @@ def api_key_checked(
     the caller must confirm before it answers anything (its labels are the remembered
     ones until then). With ``for_trust`` (resolve's hot path, cache on), a key loaded here
     is remembered with its generation, so that its next requests take it on trust."""
-    parts = raw.split("_", 2)
-    if len(parts) != 3 or parts[0] != KEY_PREFIX:
+    found = _lookup(raw)
+    if found is None:
         return None
-    digest = hash_key(raw)
-    remembered = _remembered.get(digest)
+    prefix, digest, remembered = found
     fresh = (
         remembered is not None
         and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
         and not (for_trust and remembered.generation is None)
     )
     if remembered is not None and fresh and check_later:
-        key = remembered.build(remembered.key_row[_KEY_LABELS])
-        if _touch(key):
-            remembered.key_row = _row(key, _KEY_FIELDS)
+        key = _as_remembered(remembered)
         return key, KeyCheck(key_id=key.pk, digest=digest)
     if remembered is not None and fresh:
         labels = _live(remembered.key_row[_KEY_ID])
@@ -175,11 +188,11 @@ def api_key_checked(
     else:
         _remembered.pop(digest, None)
         # Read before the row: a change committed after it moves it on (cache.py's rule).
-        generation = cache.key_generation(parts[1]) if for_trust else None
-        found = _load(parts[1], digest)
-        if found is None:
+        generation = cache.key_generation(prefix) if for_trust else None
+        loaded = _load(prefix, digest)
+        if loaded is None:
             return None
-        key = found
+        key = loaded
         if key.principal == ApiKey.Principal.AGENT:
             remembered = _remember(digest, key, generation)
     if _touch(key) and remembered is not None:

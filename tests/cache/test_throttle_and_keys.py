@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from core.models import ApiKey
 from core.principals import Principal
@@ -223,6 +225,23 @@ def test_a_key_revoked_is_refused_on_the_resolve_hot_path_without_a_query(
     assert refused.status_code == 401
     assert refused["Content-Type"] == "application/problem+json"
     assert keys._remembered == {}
+
+
+def test_a_remembered_key_is_refused_on_the_hot_path_once_it_expires(private_redis, world):
+    """Expiry needs no change of the row: the remembered row's own ``expires_at`` decides."""
+    subject = dana(world)
+    _, raw = tenancy.api_key_create(
+        tenant=world.tenant, agent_name="brief", labels=["staff"], expires_in=timedelta(seconds=1)
+    )
+    agent = APIClient()
+    agent.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    for _ in "12":  # remembered, then taken on trust
+        assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
+
+    time.sleep(1.1)
+    refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    assert refused.status_code == 401
 
 
 def test_a_key_revoked_behind_the_services_back_is_refused_on_the_hot_path_once_reloaded(
