@@ -113,21 +113,20 @@ end
 )
 _READ = _READ_FUNCTION + "return read()\n"
 # The caller's rate first (its own keys and arguments follow the read's), then the read.
-_ADMIT_AND_READ = (
-    _READ_FUNCTION
-    + ratelimit.FUNCTION
-    + """
+_ADMIT_THEN_READ = """
 local verdict = admitted(KEYS[3], KEYS[4], ARGV[5], ARGV[6], ARGV[7])
 if verdict[1] == 0 then return verdict end
 local found = read()
 return {1, found[1], found[2], found[3]}
 """
-)
+_ADMIT_AND_READ = _READ_FUNCTION + ratelimit.FUNCTION + _ADMIT_THEN_READ
 # The same, for a caller whose key was taken on trust: first, that the key's generation
 # is still the one it was loaded under ({2} when not: a change since, nothing counted).
-_CONFIRM_ADMIT_AND_READ = _ADMIT_AND_READ.replace(
-    "local verdict = admitted(",
-    "if generation(KEYS[5], ARGV[8]) ~= ARGV[9] then return {2} end\nlocal verdict = admitted(",
+_CONFIRM_ADMIT_AND_READ = (
+    _READ_FUNCTION
+    + ratelimit.FUNCTION
+    + "if generation(KEYS[5], ARGV[8]) ~= ARGV[9] then return {2} end\n"
+    + _ADMIT_THEN_READ
 )
 # One generation by itself (an API key's, read before its row is loaded).
 _GENERATION_ONLY = _GENERATION + "return generation(KEYS[1], ARGV[1])\n"
@@ -547,25 +546,21 @@ def _read(
     args = [_fresh_start(), _fresh_start(), prefix, digest]
     if along.window is None:
         key, entry, held = run_script("read", _READ, keys, args)
-    elif along.key_generation is not None:
-        window, (prefix_of_key, loaded) = along.window, along.key_generation
-        reply = run_script(
-            "confirm-admit-read",
-            _CONFIRM_ADMIT_AND_READ,
-            [*keys, *window.keys, key_generation_key(prefix_of_key)],
-            [*args, *window.args, _fresh_start(), loaded],
-        )
+        return key.decode(), entry, bool(held)
+    window = along.window
+    keys, args = keys + window.keys, args + window.args
+    if along.key_generation is None:
+        reply = run_script("admit-read", _ADMIT_AND_READ, keys, args)
+    else:
+        prefix_of_key, loaded = along.key_generation
+        keys.append(key_generation_key(prefix_of_key))
+        args += [_fresh_start(), loaded]
+        reply = run_script("confirm-admit-read", _CONFIRM_ADMIT_AND_READ, keys, args)
         if reply[0] == 2:
             raise KeyUnconfirmed
-        if (wait := window.refused(reply[:3])) is not None:
-            raise ratelimit.RateExceeded(wait)
-        key, entry, held = reply[1], reply[2], reply[3]
-    else:
-        window = along.window
-        reply = run_script("admit-read", _ADMIT_AND_READ, keys + window.keys, args + window.args)
-        if (wait := window.refused(reply[:3])) is not None:
-            raise ratelimit.RateExceeded(wait)
-        key, entry, held = reply[1], reply[2], reply[3]
+    if (wait := window.refused(reply[:3])) is not None:
+        raise ratelimit.RateExceeded(wait)
+    key, entry, held = reply[1], reply[2], reply[3]
     return key.decode(), entry, bool(held)
 
 
