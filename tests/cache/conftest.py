@@ -132,6 +132,10 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
+# GUNICORN_CMD_ARGS for the production web role: uvicorn workers on ``config.asgi``.
+ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
+
+
 class Gunicorn:
     """``gunicorn config.wsgi`` with 2 workers on the test database and the private Redis."""
 

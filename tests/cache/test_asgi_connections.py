@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from tests.cache.conftest import Gunicorn, RedisServer
+from tests.cache.conftest import ASGI_WORKERS, Gunicorn, RedisServer
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
 
-ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
 POOL_SIZE = 4
 
 

@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.cache.conftest import Gunicorn, RedisServer
+from tests.cache.conftest import ASGI_WORKERS, Gunicorn, RedisServer
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
-
-
-ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
 
 
 @pytest.fixture(scope="module", params=["wsgi", "asgi"])
