@@ -38,7 +38,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import random
 import secrets
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -54,7 +57,8 @@ from django.db import transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import config.metrics as metrics
 from audit.chain import canonical_json
@@ -208,19 +212,122 @@ class KeyUnconfirmed(Exception):
     on since it was loaded, or Redis could not be asked. Nothing was counted or read."""
 
 
+# Fresh starts need not be secret, only unlikely to repeat: a generator seeded from the
+# system (again in a forked child) rather than a system call, which releases the GIL, for
+# each of the three or four a resolve sends.
+_starts = random.Random()  # noqa: S311 - not a secret
+os.register_at_fork(after_in_child=_starts.seed)
+
+
 def _fresh_start() -> int:
-    return secrets.randbits(62)
+    return _starts.getrandbits(62)
 
 
 def _redis() -> Any:
     return get_redis_connection("default")
 
 
+class _Incomplete(Exception):
+    """The reply read so far ends before the reply does."""
+
+
+def _parsed(data: bytes, at: int) -> tuple[Any, int]:
+    """One reply of Redis's protocol (RESP2 or RESP3, the types a script can answer) from
+    ``data`` at ``at``, and where it ends. An error reply is raised as redis-py raises it;
+    ``_Incomplete`` when more is still to come."""
+    end = data.find(b"\r\n", at)
+    if end < 0:
+        raise _Incomplete
+    kind, line, at = data[at], data[at + 1 : end], end + 2
+    if kind == 36:  # $ bulk string
+        size = int(line)
+        if size < 0:
+            return None, at
+        if len(data) < at + size + 2:
+            raise _Incomplete
+        return data[at : at + size], at + size + 2
+    if kind == 42:  # * array
+        items = []
+        for _ in range(int(line)):
+            item, at = _parsed(data, at)
+            items.append(item)
+        return items, at
+    if kind == 58:  # : integer
+        return int(line), at
+    if kind == 95:  # _ null (RESP3)
+        return None, at
+    if kind == 43:  # + simple string
+        return line, at
+    if kind == 45:  # - error
+        message = line.decode(errors="replace")
+        if message.startswith("NOSCRIPT"):
+            raise NoScriptError(message)
+        raise ResponseError(message)
+    raise ResponseError(f"unexpected reply type {chr(kind)!r} from Redis")
+
+
 @dataclass(eq=False)
 class _Kept:
+    """A connection kept for the scripts, spoken to on its socket: redis-py connects it
+    (address, TLS, AUTH, SELECT, protocol), then one command is one ``sendall`` and its
+    reply as few ``recv`` calls as it takes. On a plain socket the timeouts are the
+    kernel's (``SO_RCVTIMEO``/``SO_SNDTIMEO``), so a round trip is two system calls, not
+    four (Python's own timeout polls before each): each one lets another thread of the
+    server take the GIL, which cost more under load than the call itself."""
+
     connection: Any
     pool: Any  # whose server it talks to, and whose free list it goes back to
     proven: bool = False  # it answered before: a failure may be the server's restart since
+    sock: Any = None
+
+    def send(self, command: bytes) -> None:
+        if self.sock is None:
+            self.connection.connect()
+            self.sock = _blocking_with_kernel_timeouts(self.connection)
+        try:
+            self.sock.sendall(command)
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise RedisConnectionError(f"Redis closed the connection: {exc}") from exc
+        except (BlockingIOError, TimeoutError) as exc:
+            raise RedisTimeoutError("Timeout writing to Redis") from exc
+
+    def reply(self) -> Any:
+        data = b""
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError as exc:
+                raise RedisConnectionError(f"Redis closed the connection: {exc}") from exc
+            except (BlockingIOError, TimeoutError) as exc:
+                raise RedisTimeoutError("Timeout reading from Redis") from exc
+            if not chunk:
+                raise RedisConnectionError("Redis closed the connection")
+            data += chunk
+            try:
+                value, end = _parsed(data, 0)
+            except _Incomplete:
+                continue
+            if end != len(data):  # more than one reply: the connection is out of step
+                raise RedisConnectionError("Redis sent more than the reply")
+            return value
+
+    def close(self) -> None:
+        self.sock = None
+        self.connection.disconnect()
+
+
+def _blocking_with_kernel_timeouts(connection: Any) -> Any:
+    """The connected socket; a plain one made blocking, its redis-py timeout set in the
+    kernel instead. A TLS socket keeps Python's timeout (its reads are the library's)."""
+    sock = connection._sock  # redis-py's connected socket (its tests pin it)
+    timeout = connection.socket_timeout
+    if type(sock) is socket.socket and timeout:
+        seconds, fraction = divmod(float(timeout), 1)
+        interval = struct.pack("ll", int(seconds), int(fraction * 1_000_000))
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, interval)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, interval)
+    return sock
 
 
 class _KeptConnections:
@@ -235,18 +342,15 @@ class _KeptConnections:
     raced to create django-redis's client can hold two pools of one server, and a single
     list would close one pool's connections whenever the other's thread came by. Opened
     outside the pool's count: ``max_connections`` stays the pool's own. Per process: a
-    forked child neither uses nor closes its parent's sockets."""
+    forked child neither uses nor closes its parent's sockets (``after_fork``)."""
 
     MAX_FREE = 32
     MAX_POOLS = 8  # pools of servers no longer configured (tests) are let go past this
 
     def __init__(self) -> None:
         self.free: dict[Any, list[_Kept]] = {}
-        self.pid = 0
 
     def take(self, pool: Any) -> _Kept:
-        if self.pid != os.getpid():
-            self.free, self.pid = {}, os.getpid()
         free = self.free.get(pool)
         if free is None:
             if len(self.free) >= self.MAX_POOLS:
@@ -263,15 +367,21 @@ class _KeptConnections:
             kept.proven = True
             free.append(kept)
         else:
-            kept.connection.disconnect()
+            kept.close()
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's connections are the parent's (not closed here,
+        which would shut them for the parent too)."""
+        self.free = {}
 
     def _let_go(self) -> None:
         lists, self.free = list(self.free.values()), {}
         for kept in (kept for free in lists for kept in free):
-            kept.connection.disconnect()
+            kept.close()
 
 
 _kept = _KeptConnections()
+os.register_at_fork(after_in_child=lambda: _kept.after_fork())
 
 
 def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
@@ -285,7 +395,7 @@ def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
         kept = _kept.take(client.connection_pool)
         clean = False
         try:
-            reply = _evalsha(client, kept.connection, script, keys, args)
+            reply = _evalsha(client, kept, script, keys, args)
             clean = True
             return reply
         except RedisConnectionError:
@@ -295,15 +405,15 @@ def run_script(name: str, source: str, keys: list[str], args: list[Any]) -> Any:
             _kept.give_back(kept, clean=clean)
 
 
-def _evalsha(client: Any, connection: Any, script: Any, keys: list[str], args: list[Any]) -> Any:
+def _evalsha(client: Any, kept: _Kept, script: Any, keys: list[str], args: list[Any]) -> Any:
     command = _packed("EVALSHA", script.sha, len(keys), *keys, *args)
-    connection.send_packed_command([command])
+    kept.send(command)
     try:
-        return connection.read_response()
+        return kept.reply()
     except NoScriptError:  # its reply was read: the connection is clean
         client.script_load(script.script)
-        connection.send_packed_command([command])
-        return connection.read_response()
+        kept.send(command)
+        return kept.reply()
 
 
 def _packed(*parts: str | bytes | int | float) -> bytes:
@@ -382,8 +492,7 @@ def _send_admission(window: ratelimit.Window) -> _Kept | None:
     kept = _kept.take(client.connection_pool)
     try:
         script = _script(client, "throttle", ratelimit.SCRIPT)
-        command = _packed("EVALSHA", script.sha, 2, *window.keys, *window.args)
-        kept.connection.send_packed_command([command])
+        kept.send(_packed("EVALSHA", script.sha, 2, *window.keys, *window.args))
     except REDIS_DOWN:
         _kept.give_back(kept, clean=False)
         redis_failed("throttle")
@@ -397,7 +506,7 @@ def _admission_verdict(kept: _Kept, window: ratelimit.Window) -> float | None:
     run again, as ``run_script`` does."""
     clean, reply = False, None
     try:
-        reply = kept.connection.read_response()
+        reply = kept.reply()
         clean = True
     except NoScriptError:
         clean = True

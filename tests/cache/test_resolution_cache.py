@@ -6,7 +6,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import signal
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -374,9 +376,9 @@ def test_a_reply_left_unread_by_a_timeout_is_never_taken_for_the_next_answer(
     sent = cache._evalsha
 
     def sent_but_not_read(
-        client: Any, connection: Any, script: Any, keys: list[str], args: list[Any]
+        client: Any, kept: Any, script: Any, keys: list[str], args: list[Any]
     ) -> Any:
-        connection.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+        kept.send(cache._packed("EVALSHA", script.sha, len(keys), *keys, *args))
         raise RedisTimeoutError("Timeout reading from socket")
 
     monkeypatch.setattr(cache, "_evalsha", sent_but_not_read)
@@ -387,6 +389,40 @@ def test_a_reply_left_unread_by_a_timeout_is_never_taken_for_the_next_answer(
 
     assert addresses(answer) == ["7 Oak Lane"]
     assert cache.stats["read_failures"] == 1
+
+
+def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read(
+    private_redis, redis_server, world, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The kept connections wait on the kernel's timeout (``SO_RCVTIMEO``), not Python's: a
+    server that stops answering mid-call is given up after the configured 0.5 s, the
+    resolve is answered from the database, and the reply that arrives once the server
+    goes on is never read as another subject's answer."""
+    dana_id, lee_id = dana(world), dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        propose_address(world, dana_id)
+        propose_address(world, lee_id, "7 Oak Lane")
+    agent = world.principal("agent")
+    assert addresses(resolve_for(agent, now_request(lee_id))) == ["7 Oak Lane"]  # cached
+    server = redis_server.process
+    assert server is not None
+    server.send_signal(signal.SIGSTOP)
+    going_on = threading.Timer(2.5, server.send_signal, [signal.SIGCONT])  # never a hang
+    going_on.start()
+    try:
+        started = time.monotonic()
+        answer = resolve_for(agent, now_request(dana_id))
+        waited = time.monotonic() - started
+    finally:
+        going_on.cancel()
+        server.send_signal(signal.SIGCONT)
+
+    assert 0.4 < waited < 2
+    assert addresses(answer) == ["12 Elm Street"]  # from the database
+    assert cache.stats["read_failures"] == 1
+    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
+    assert addresses(resolve_for(agent, now_request(lee_id))) == ["7 Oak Lane"]
+    assert cache.stats["hits"] == 1
 
 
 def test_requests_each_in_a_thread_of_their_own_share_the_kept_connections(private_redis):
