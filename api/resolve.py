@@ -78,6 +78,13 @@ def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
     return None if valid is None else (raw_key, valid)
 
 
+def _json(body: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits: DRF's encoder writes it
+        return JSONRenderer().render(body)
+
+
 class ResolveView(MemgovAPIView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         """Resolve is the call agents make before every task: its usual request skips
@@ -97,12 +104,10 @@ class ResolveView(MemgovAPIView):
             self.headers = self.default_response_headers
             failed = self.finalize_response(self.request, self.handle_exception(exc))
             return failed  # type: ignore[no-any-return]
-        try:
-            content = orjson.dumps(body)
-        except orjson.JSONEncodeError:  # an integer beyond 64 bits: DRF's encoder writes it
-            content = JSONRenderer().render(body)
         return HttpResponse(
-            content, content_type="application/json", headers=self.default_response_headers
+            body if isinstance(body, bytes) else _json(body),
+            content_type="application/json",
+            headers=self.default_response_headers,
         )
 
     @extend_schema(

@@ -23,10 +23,15 @@ def floor_checks(request: HttpRequest) -> JsonResponse:
     hot path): the caller's key as remembered in this process (read when it is not), and
     one call of the cache's Redis read script. No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
-    found = keys.api_key_on_trust(raw) or keys.api_key_checked(raw, for_trust=True)
-    if found is None:
+    trusted = keys.api_key_on_trust(raw)
+    found = None if trusted is not None else keys.api_key_checked(raw, for_trust=True)
+    if trusted is not None:
+        tenant_id = trusted[0].tenant.pk
+    elif found is not None:
+        tenant_id = found[0].tenant_id
+    else:
         return JsonResponse({"status": "unknown key"}, status=401)
-    names = cache.generation_keys(found[0].tenant_id, "floor")
+    names = cache.generation_keys(tenant_id, "floor")
     cache.run_script("read", cache._READ, names, [1, 1, "mg:floor:", "checks"])
     return JsonResponse({"status": "ok"})
 

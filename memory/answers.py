@@ -96,8 +96,9 @@ class PassOn(Exception):
     counted, so the full path's throttle counts it once)."""
 
 
-def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
-    """``resolved_valid`` for a caller known by a bearer key, with each check riding on a
+def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> resolution.Answer:
+    """``resolved_valid`` for a caller known by a bearer key (a cached answer as its JSON,
+    ``resolution.Answer``), with each check riding on a
     round trip the answer needs anyway. With the cache: a key remembered here is taken on
     trust of its generation, which the one Redis script that counts the caller's rate and
     reads the cached answer confirms (no SQL when the answer is cached); a key not
@@ -107,7 +108,7 @@ def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
     cached = cache.enabled()
     trusted = keys.api_key_on_trust(raw_key) if cached else None
     if trusted is not None:
-        key, generation = trusted
+        principal, generation = trusted
         key_check = None
     else:
         found = keys.api_key_checked(
@@ -118,13 +119,13 @@ def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> dict[str, Any]:
         if found is None:
             raise PassOn
         (key, key_check), generation = found, None
-    principal = principal_for_key(key)
+        principal = principal_for_key(key)
     window = PrincipalRateThrottle().window(principal)
     if window is None and generation is not None:  # nothing to confirm it with: read it
         raise PassOn
     along = cache.ReadAlong(window, generation)
     try:
-        return resolved_valid(principal, valid, along, key_check)
+        return resolution.resolve_answer(principal, _resolve_request(valid), along, key_check)
     except cache.KeyUnconfirmed as exc:
         keys.forget(raw_key)
         raise PassOn from exc
@@ -140,20 +141,19 @@ def resolved_valid(
 ) -> dict[str, Any]:
     """The answer to input already validated (by ``ResolveInput`` or, on the hot path,
     ``plain_resolve_input``)."""
+    return resolution.resolve_for(principal, _resolve_request(valid), along, key_check)
+
+
+def _resolve_request(valid: Mapping[str, Any]) -> resolution.ResolveRequest:
     fields = valid.get("fields")
-    return resolution.resolve_for(
-        principal,
-        resolution.ResolveRequest(
-            subject=valid["subject"],
-            context=valid.get("context") or {},
-            fields=tuple(dict.fromkeys(fields)) if fields else None,
-            valid_at=valid.get("valid_at"),
-            known_at=valid.get("known_at"),
-            task_id=valid.get("task_id") or None,
-            explain=valid["explain"],
-        ),
-        along,
-        key_check,
+    return resolution.ResolveRequest(
+        subject=valid["subject"],
+        context=valid.get("context") or {},
+        fields=tuple(dict.fromkeys(fields)) if fields else None,
+        valid_at=valid.get("valid_at"),
+        known_at=valid.get("known_at"),
+        task_id=valid.get("task_id") or None,
+        explain=valid["explain"],
     )
 
 

@@ -61,7 +61,6 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 import config.metrics as metrics
-from audit.chain import canonical_json
 from core.errors import CacheUnavailable
 from memory import ratelimit
 
@@ -640,7 +639,8 @@ def key_changed_on_commit(prefix: str) -> None:
 
 
 def _entry_affix(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> tuple[str, str]:
-    digest = hashlib.sha256(canonical_json(dict(shape)).encode()).hexdigest()[:32]
+    canonical = orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)
+    digest = hashlib.sha256(canonical).hexdigest()[:32]
     return f"mg:res:{tenant_id}:{subject_id}:", digest
 
 
@@ -684,26 +684,26 @@ def get_or_compute(
     shape: Mapping[str, Any],
     compute: Callable[[], Computed],
     along: ReadAlong | None = None,
-) -> tuple[dict[str, Any], bool]:
+) -> dict[str, Any] | bytes:
     """The cached answer about one subject for ``shape`` (everything else the answer
-    depends on: labels, context, …), or ``compute()``'s, stored until its end of truth.
-    Returns the answer and whether it came from the cache. A window ``along`` is counted
-    whenever Redis is used (``RateExceeded`` when over): by the read's script, or, with the
-    cache off here, while ``compute`` runs (``admitting``); not when Redis failed (the
-    throttle then lets all in)."""
+    depends on: labels, context, …) as it was stored (JSON), or ``compute()``'s body,
+    stored until its end of truth. A window ``along`` is counted whenever Redis is used
+    (``RateExceeded`` when over): by the read's script, or, with the cache off here, while
+    ``compute`` runs (``admitting``); not when Redis failed (the throttle then lets all
+    in)."""
     along = along or ReadAlong()
     if not enabled():
         metrics.resolve_cache_outcome("disabled")
         if along.window is None:
-            return compute()[0], False
+            return compute()[0]
         with admitting(along.window):  # counted while the answer's statement runs
-            return compute()[0], False
+            return compute()[0]
     if not redis_usable():
         if along.key_generation is not None:
             raise KeyUnconfirmed
         stats["bypassed"] += 1
         metrics.resolve_cache_outcome("bypassed")
-        return compute()[0], False
+        return compute()[0]
     try:
         _flush_pending()
         key, entry, held = _read(tenant_id, subject_id, shape, along)
@@ -712,18 +712,19 @@ def get_or_compute(
         if along.key_generation is not None:
             raise KeyUnconfirmed from exc
         metrics.resolve_cache_outcome("error")
-        return compute()[0], False
-    metrics.resolve_cache_outcome("hit" if entry is not None else "miss")
+        return compute()[0]
     if entry is not None:
         stats["hits"] += 1
-        return orjson.loads(entry), True
+        metrics.resolve_cache_outcome("hit")
+        return entry
     stats["misses"] += 1
+    metrics.resolve_cache_outcome("miss")
     body, next_change = compute()
     if held:
         stats["held"] += 1
     else:
         _store(key, body, next_change)
-    return body, False
+    return body
 
 
 def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:

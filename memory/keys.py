@@ -15,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.models import ApiKey, Tenant
+from core.principals import Principal, principal_for_key
 from core.sql import prepared_cursor
 from memory import cache
 
@@ -36,14 +37,18 @@ def generate_key() -> tuple[str, str]:
 
 @dataclass
 class _Remembered:
-    """An agent key's row and its tenant's, as loaded: each request builds its own
-    instances from them, so no mutable model object is shared between requests."""
+    """An agent key's row and its tenant's, as loaded: a request that reads the key builds
+    its own instances from them. Resolve's hot path, which takes the key on trust, shares
+    one principal built from them (``api_key_on_trust``) instead: a cached answer needs
+    no model instance of its own, and nothing on that path writes to it but the use
+    stamp."""
 
     key_row: tuple[Any, ...]
     tenant_row: tuple[Any, ...]
     loaded_at: float
     # The key's generation in Redis read before the row was (``memory.cache``), or None.
     generation: str | None = None
+    trusted: Principal | None = None  # built on the first request that takes it on trust
 
     def build(self, labels: Any) -> ApiKey:
         key = ApiKey.from_db("default", _KEY_FIELDS, self.key_row)
@@ -109,11 +114,11 @@ def confirmed_labels(check: KeyCheck, read: str | None) -> Any:
     return read
 
 
-def api_key_on_trust(raw: str) -> tuple[ApiKey, tuple[str, str]] | None:
-    """A remembered, unexpired agent key with no query, and its generation as loaded (key
-    prefix, value), which the caller must confirm in Redis before it answers anything
-    (resolve's hot path: ``cache.ReadAlong.key_generation``). None when the key is not
-    remembered so (then ``api_key_checked`` reads it).
+def api_key_on_trust(raw: str) -> tuple[Principal, tuple[str, str]] | None:
+    """The principal of a remembered, unexpired agent key with no query, and the key's
+    generation as loaded (key prefix, value), which the caller must confirm in Redis
+    before it answers anything (resolve's hot path: ``cache.ReadAlong.key_generation``).
+    None when the key is not remembered so (then ``api_key_checked`` reads it).
 
     Every change of the key's row made through Memgov (its services, the admin, any ORM
     save) moves the generation on after commit, so it applies to the next request; a
@@ -132,8 +137,15 @@ def api_key_on_trust(raw: str) -> tuple[ApiKey, tuple[str, str]] | None:
     expires_at = remembered.key_row[_KEY_EXPIRES_AT]
     if expires_at is not None and expires_at <= timezone.now():
         return None
-    key = _as_remembered(remembered)
-    return key, (key.prefix, remembered.generation)
+    principal = remembered.trusted
+    if principal is None:
+        built = remembered.build(remembered.key_row[_KEY_LABELS])
+        principal = remembered.trusted = principal_for_key(built)
+    key = principal.api_key
+    assert key is not None  # noqa: S101 - an agent key's principal carries it
+    if _touch(key):
+        remembered.key_row = _row(key, _KEY_FIELDS)
+    return principal, (key.prefix, remembered.generation)
 
 
 def _lookup(raw: str) -> tuple[str, str, _Remembered | None] | None:

@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.db import transaction
 from django.utils import timezone
 
 from config import metrics
 from core.principals import Principal
-from core.times import iso
+from core.times import iso, iso_instant
 from memory import cache, keys, ratelimit, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.models import RetrievalRecord, RetrievalUse
@@ -140,11 +141,13 @@ def decide(
 
 
 def resolution_body(decision: Decision, *, explain: bool) -> dict[str, Any]:
+    """The instants come first: a cached answer is stored without them and gets this
+    request's put back in front (``_dated``), so both read alike."""
     resolution = decision.resolution
     body: dict[str, Any] = {
-        "policy_version": decision.policy_version,
         "valid_at": iso(decision.valid_at),
         "known_at": iso(decision.known_at),
+        "policy_version": decision.policy_version,
         "retrieval_id": None,
         "facts": [_fact(f) for f in resolution.facts],
         "abstentions": [
@@ -203,9 +206,19 @@ def _fresh(
     return resolution_body(decision, explain=request.explain), decision.next_change
 
 
+# An answer as its body or, from the cache, as the JSON it was stored as with this
+# request's instants put in: sent as it is, never decoded and encoded again.
+Answer = dict[str, Any] | bytes
+_INSTANTS = ("valid_at", "known_at")
+# How entries are stored (without their instants); an entry key names it, so no process
+# reads an entry stored another way.
+ENTRY_FORM = 2
+
+
 def cache_shape(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
     """Everything besides the subject and the generations that an answer depends on."""
     return {
+        "form": ENTRY_FORM,
         "labels": sorted(principal.labels),
         "context": dict(request.context),
         "fields": sorted(request.fields) if request.fields is not None else None,
@@ -213,13 +226,30 @@ def cache_shape(principal: Principal, request: ResolveRequest) -> dict[str, Any]
     }
 
 
-def cached_resolution(
+def _undated(computed: cache.Computed) -> cache.Computed:
+    """A fresh answer as the cache stores it: without the instants, which are the asking
+    request's."""
+    body, next_change = computed
+    return {name: value for name, value in body.items() if name not in _INSTANTS}, next_change
+
+
+def _dated(found: dict[str, Any] | bytes, now: datetime) -> Answer:
+    """An answer for "now" as the cache gave it (stored JSON or a fresh body), with this
+    instant as both ``valid_at`` and ``known_at``, first as ``resolution_body`` puts them."""
+    stamp = iso_instant(now)
+    if isinstance(found, dict):
+        return {"valid_at": stamp, "known_at": stamp, **found}
+    instants = b'{"valid_at":"%s","known_at":"%s",' % (stamp.encode(), stamp.encode())
+    return instants + found[1:]
+
+
+def _cached_answer(
     principal: Principal,
     request: ResolveRequest,
     now: datetime,
     along: cache.ReadAlong | None = None,
     key_check: keys.KeyCheck | None = None,
-) -> dict[str, Any]:
+) -> Answer:
     """Only answers for "now" are cached; a hit is restamped with this instant. A
     ``key_check`` comes only with the cache off (an entry's key names the labels)."""
     if request.valid_at is not None or request.known_at is not None:
@@ -230,15 +260,51 @@ def cached_resolution(
         return _fresh(principal, request, now, key_check)[0]
     if key_check is not None and cache.enabled():
         raise ValueError("a cached answer is looked up under labels already checked")
-    body, hit = cache.get_or_compute(
+    found = cache.get_or_compute(
         tenant_id=principal.tenant.pk,
         subject_id=request.subject,
         shape=cache_shape(principal, request),
-        compute=lambda: _fresh(principal, request, now, key_check),
+        compute=lambda: _undated(_fresh(principal, request, now, key_check)),
         along=along,
     )
-    if hit:
-        body["valid_at"] = body["known_at"] = iso(now)
+    return _dated(found, now)
+
+
+def _body(answer: Answer) -> dict[str, Any]:
+    return answer if isinstance(answer, dict) else orjson.loads(answer)
+
+
+def cached_resolution(
+    principal: Principal,
+    request: ResolveRequest,
+    now: datetime,
+    along: cache.ReadAlong | None = None,
+    key_check: keys.KeyCheck | None = None,
+) -> dict[str, Any]:
+    return _body(_cached_answer(principal, request, now, along, key_check))
+
+
+def resolve_answer(
+    principal: Principal,
+    request: ResolveRequest,
+    along: cache.ReadAlong | None = None,
+    key_check: keys.KeyCheck | None = None,
+) -> Answer:
+    """The answer, and with a ``task_id`` its retrieval record (which needs the body)."""
+    now = timezone.now()
+    with metrics.RESOLVE_LATENCY.time():
+        answer = _cached_answer(principal, request, now, along, key_check)
+    if not request.task_id:
+        return answer
+    body = _body(answer)
+    record = retrieval_record(
+        principal=principal,
+        task_id=request.task_id,
+        policy_version=body["policy_version"],
+        context=request.context,
+        facts=body["facts"],
+    )
+    body["retrieval_id"] = record.pk
     return body
 
 
@@ -248,16 +314,4 @@ def resolve_for(
     along: cache.ReadAlong | None = None,
     key_check: keys.KeyCheck | None = None,
 ) -> dict[str, Any]:
-    now = timezone.now()
-    with metrics.RESOLVE_LATENCY.time():
-        body = cached_resolution(principal, request, now, along, key_check)
-    if request.task_id:
-        record = retrieval_record(
-            principal=principal,
-            task_id=request.task_id,
-            policy_version=body["policy_version"],
-            context=request.context,
-            facts=body["facts"],
-        )
-        body["retrieval_id"] = record.pk
-    return body
+    return _body(resolve_answer(principal, request, along, key_check))
