@@ -425,6 +425,18 @@ def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read
     assert cache.stats["hits"] == 1
 
 
+def test_a_script_answers_on_a_kept_connection_exactly_as_through_redis_py(private_redis):
+    """The kept connections read replies themselves (``cache._parsed``): the same values,
+    nil and nested tables included, as redis-py gives for the same script."""
+    source = "return {1, 'a\\r\\nb', false, {-2, {}, 'c'}, ARGV[1], redis.call('GET', KEYS[1])}"
+    client = cache._redis()
+
+    kept = cache.run_script("mixed", source, ["mg:test:missing"], ["é"])
+
+    assert kept == client.eval(source, 1, "mg:test:missing", "é")
+    assert kept == [1, b"a\r\nb", None, [-2, [], b"c"], "é".encode(), None]
+
+
 def test_requests_each_in_a_thread_of_their_own_share_the_kept_connections(private_redis):
     """Under ASGI every request runs in a new thread: the scripts' connections belong to
     the process, so 150 such requests use one connection, and none of them counts against
