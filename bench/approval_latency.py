@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.reports import report_path
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
@@ -245,7 +247,7 @@ def main() -> None:
         },
         "revalidation": revalidation,
     }
-    path = RESULTS / f"approval-latency-{datetime.now(UTC).date().isoformat()}.json"
+    path = report_path("approval-latency")
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 

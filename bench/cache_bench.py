@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.reports import report_path
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 SIZE, VERSIONS = "100k", 100_000
@@ -323,7 +325,7 @@ def main() -> None:
         "invalidation": invalidation,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"cache-{datetime.now(UTC):%Y-%m-%d}.json"
+    path = report_path("cache")
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(table(report))
     print(f"written to {path.relative_to(ROOT)}")

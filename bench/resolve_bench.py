@@ -47,6 +47,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.generate import SIZES, context_for, subject_lineages
+from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -572,7 +573,7 @@ def main(argv: list[str] | None = None) -> None:
     report["seconds"] = round((datetime.now(UTC) - started) / timedelta(seconds=1))
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"resolve-{started.date().isoformat()}.json"
+    out = report_path("resolve")
     out.write_text(json.dumps(report, indent=2) + "\n")
     print()
     print(report["command"])

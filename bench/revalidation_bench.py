@@ -39,6 +39,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bench.generate import SIZES
+from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -230,7 +231,7 @@ def main() -> None:
         },
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"revalidation-{datetime.now(UTC).date().isoformat()}.json"
+    path = report_path("revalidation")
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 

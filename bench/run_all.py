@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.reports import report_path
+
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 QUICK = os.environ.get("BENCH_QUICK", "").lower() in ("1", "true", "yes")
@@ -256,7 +258,7 @@ def main() -> None:
         "failed_benchmarks": failed,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"targets-{datetime.now(UTC).date().isoformat()}.json"
+    out = report_path("targets")
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"({report['seconds']} s; {out.relative_to(BENCH.parent)})")
     if failed:
