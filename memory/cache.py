@@ -222,8 +222,18 @@ def _fresh_start() -> int:
     return _starts.getrandbits(62)
 
 
+_client: tuple[Any, Any] = (None, None)  # the cache settings it was made for, the client
+
+
 def _redis() -> Any:
-    return get_redis_connection("default")
+    """django-redis's client of the cache, made once for its settings: looking it up is a
+    thread-local cache handler's, more than a resolve's own work on its hot path. The client
+    and its pool are safe to share between threads."""
+    global _client
+    entry = settings.CACHES["default"]
+    if _client[0] is not entry:
+        _client = (entry, get_redis_connection("default"))
+    return _client[1]
 
 
 class _Incomplete(Exception):
