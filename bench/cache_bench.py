@@ -181,7 +181,8 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     """Time one generation bump for a subject holding N entries (N distinct contexts).
 
     One entry per subject is written by a real resolve; the others get real keys (read
-    through the cache's own generation script) and a small body, two minutes to live."""
+    through the cache's own generation script) and a small body, two minutes to live.
+    The subjects' bumps alternate, so a slow spell of the host lands on each alike."""
     from django.utils import timezone
 
     from core.principals import Principal
@@ -189,42 +190,44 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     from memory.models import Entity
     from memory.resolution import ResolveRequest
 
+    def request(subject: str, i: int) -> ResolveRequest:
+        return ResolveRequest(
+            subject=subject,
+            context={"task": f"T-bump-{i}"},
+            fields=None,
+            valid_at=None,
+            known_at=None,
+            task_id=None,
+            explain=False,
+        )
+
     client = cache._redis()
-    out: dict[str, Any] = {}
+    cases: list[tuple[int, str, Principal, str, int, list[float]]] = []
     for count, subject_id in zip(entry_counts, subjects, strict=False):
         tenant = Entity.objects.select_related("tenant").get(pk=subject_id).tenant
         principal = Principal(tenant=tenant, name="agent:bench", labels=frozenset({"staff"}))
-
-        def request(i: int, subject: str = subject_id) -> ResolveRequest:
-            return ResolveRequest(
-                subject=subject,
-                context={"task": f"T-bump-{i}"},
-                fields=None,
-                valid_at=None,
-                known_at=None,
-                task_id=None,
-                explain=False,
-            )
-
         pattern = f"mg:res:{tenant.pk}:{subject_id}:*"
         for stale in client.scan_iter(pattern, 1000):  # what the load or a last run left
             client.unlink(stale)
-        resolution.cached_resolution(principal, request(0), timezone.now())
+        resolution.cached_resolution(principal, request(subject_id, 0), timezone.now())
         with client.pipeline(transaction=False) as pipe:
             for i in range(1, count):
-                shape = resolution.cache_shape(principal, request(i))
+                shape = resolution.cache_shape(principal, request(subject_id, i))
                 key, _, _ = cache._read(tenant.pk, subject_id, shape, cache.ReadAlong())
                 pipe.set(key, b'{"facts":[]}', px=120_000)
             pipe.execute()
-        generation = cache.subject_generation_key(tenant.pk, subject_id)
         entries = sum(1 for _ in client.scan_iter(pattern, 1000))
-        timings = []
-        for _ in range(repeats):
+        generation = cache.subject_generation_key(tenant.pk, subject_id)
+        cases.append((count, subject_id, principal, generation, entries, []))
+    for _ in range(repeats):
+        for _count, _subject, _principal, generation, _entries, timings in cases:
             started = time.perf_counter()
             cache.bump([generation])
             timings.append((time.perf_counter() - started) * 1e6)
+    out: dict[str, Any] = {}
+    for count, subject_id, principal, _generation, entries, timings in cases:
         hits = cache.stats["hits"]
-        resolution.cached_resolution(principal, request(0), timezone.now())
+        resolution.cached_resolution(principal, request(subject_id, 0), timezone.now())
         assert cache.stats["hits"] == hits, "an entry survived its subject's bump"
         out[str(count)] = {
             "entries_in_redis": entries,
