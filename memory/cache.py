@@ -327,15 +327,19 @@ class _Kept:
 
 def _blocking_with_kernel_timeouts(connection: Any) -> Any:
     """The connected socket; a plain one made blocking, its redis-py timeout set in the
-    kernel instead. A TLS socket keeps Python's timeout (its reads are the library's)."""
-    sock = connection._sock  # redis-py's connected socket (its tests pin it)
+    kernel instead. A TLS socket keeps Python's timeout (its reads are the library's), and
+    so does one whose system takes no ``timeval`` for these options."""
+    sock = connection._sock  # redis-py's connected socket (every cache test goes through it)
     timeout = connection.socket_timeout
     if type(sock) is socket.socket and timeout:
         seconds, fraction = divmod(float(timeout), 1)
         interval = struct.pack("ll", int(seconds), int(fraction * 1_000_000))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, interval)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, interval)
+        except OSError:
+            return sock
         sock.settimeout(None)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, interval)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, interval)
     return sock
 
 
