@@ -42,7 +42,6 @@ from urllib.parse import urlsplit
 from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 # Set before Django reads its settings.
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench_approvals")
@@ -215,7 +214,6 @@ def main() -> None:
 
     app.control.purge()
     setup = Setup()
-    RESULTS.mkdir(parents=True, exist_ok=True)
     log = Path(tempfile.mkdtemp(prefix="memgov-bench-")) / "worker.log"
     print(f"worker log: {log}", file=sys.stderr)
     worker = _start_worker(args.concurrency, log)

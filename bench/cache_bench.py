@@ -39,7 +39,6 @@ from urllib.parse import urlsplit
 from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 SIZE, VERSIONS = "100k", 100_000
 TARGETS = {"warm_over_floor": 0.7, "warm_over_cold": 3.0}
 # One agent, as in production; its throttle bucket is counted but never answers 429.
@@ -327,7 +326,6 @@ def main() -> None:
         "targets": TARGETS,
         "invalidation": invalidation,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
     path = report_path("cache")
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(table(report))

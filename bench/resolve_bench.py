@@ -50,7 +50,6 @@ from bench.generate import SIZES, context_for, subject_lineages
 from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 PYTHON = sys.executable
 P95_GROWTH_TARGET = 1.5
 FLOOR_RATIO_TARGET = 3.0
@@ -572,7 +571,6 @@ def main(argv: list[str] | None = None) -> None:
     report["targets"] = targets(sizes)
     report["seconds"] = round((datetime.now(UTC) - started) / timedelta(seconds=1))
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     out = report_path("resolve")
     out.write_text(json.dumps(report, indent=2) + "\n")
     print()

@@ -24,10 +24,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.reports import report_path
+from bench.reports import RESULTS, report_path
 
 BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"
 QUICK = os.environ.get("BENCH_QUICK", "").lower() in ("1", "true", "yes")
 BASE = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench")
 
@@ -257,7 +256,6 @@ def main() -> None:
         "targets": lines,
         "failed_benchmarks": failed,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
     out = report_path("targets")
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"({report['seconds']} s; {out.relative_to(BENCH.parent)})")

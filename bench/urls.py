@@ -24,13 +24,13 @@ def floor_checks(request: HttpRequest) -> JsonResponse:
     one call of the cache's Redis read script. No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
     trusted = keys.api_key_on_trust(raw)
-    found = None if trusted is not None else keys.api_key_checked(raw, for_trust=True)
     if trusted is not None:
         tenant_id = trusted[0].tenant.pk
-    elif found is not None:
-        tenant_id = found[0].tenant_id
     else:
-        return JsonResponse({"status": "unknown key"}, status=401)
+        found = keys.api_key_checked(raw, for_trust=True)
+        if found is None:
+            return JsonResponse({"status": "unknown key"}, status=401)
+        tenant_id = found[0].tenant_id
     names = cache.generation_keys(tenant_id, "floor")
     cache.run_script("read", cache._READ, names, [1, 1, "mg:floor:", "checks"])
     return JsonResponse({"status": "ok"})

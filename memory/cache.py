@@ -213,7 +213,7 @@ class KeyUnconfirmed(Exception):
 
 # Fresh starts need not be secret, only unlikely to repeat: a generator seeded from the
 # system (again in a forked child) rather than a system call, which releases the GIL, for
-# each of the three or four a resolve sends.
+# each of the three a cached resolve sends.
 _starts = random.Random()  # noqa: S311 - not a secret
 os.register_at_fork(after_in_child=_starts.seed)
 
@@ -293,22 +293,14 @@ class _Kept:
         if self.sock is None:
             self.connection.connect()
             self.sock = _blocking_with_kernel_timeouts(self.connection)
-        try:
+        with _as_redis_errors("writing to"):
             self.sock.sendall(command)
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise RedisConnectionError(f"Redis closed the connection: {exc}") from exc
-        except (BlockingIOError, TimeoutError) as exc:
-            raise RedisTimeoutError("Timeout writing to Redis") from exc
 
     def reply(self) -> Any:
         data = b""
         while True:
-            try:
+            with _as_redis_errors("reading from"):
                 chunk = self.sock.recv(65536)
-            except ConnectionResetError as exc:
-                raise RedisConnectionError(f"Redis closed the connection: {exc}") from exc
-            except (BlockingIOError, TimeoutError) as exc:
-                raise RedisTimeoutError("Timeout reading from Redis") from exc
             if not chunk:
                 raise RedisConnectionError("Redis closed the connection")
             data += chunk
@@ -323,6 +315,18 @@ class _Kept:
     def close(self) -> None:
         self.sock = None
         self.connection.disconnect()
+
+
+@contextmanager
+def _as_redis_errors(doing: str) -> Iterator[None]:
+    """A socket's failures as redis-py's: a closed connection, or a timeout (the kernel's
+    ``EAGAIN`` on a blocking socket, Python's ``TimeoutError`` on a TLS one)."""
+    try:
+        yield
+    except (BrokenPipeError, ConnectionResetError) as exc:
+        raise RedisConnectionError(f"Redis closed the connection: {exc}") from exc
+    except (BlockingIOError, TimeoutError) as exc:
+        raise RedisTimeoutError(f"Timeout {doing} Redis") from exc
 
 
 def _blocking_with_kernel_timeouts(connection: Any) -> Any:

@@ -143,8 +143,7 @@ def api_key_on_trust(raw: str) -> tuple[Principal, tuple[str, str]] | None:
         principal = remembered.trusted = principal_for_key(built)
     key = principal.api_key
     assert key is not None  # noqa: S101 - an agent key's principal carries it
-    if _touch(key):
-        remembered.key_row = _row(key, _KEY_FIELDS)
+    _touch_remembered(key, remembered)
     return principal, (key.prefix, remembered.generation)
 
 
@@ -161,8 +160,7 @@ def _lookup(raw: str) -> tuple[str, str, _Remembered | None] | None:
 def _as_remembered(remembered: _Remembered) -> ApiKey:
     """The remembered key with its remembered labels, its use stamped (once a minute)."""
     key = remembered.build(remembered.key_row[_KEY_LABELS])
-    if _touch(key):
-        remembered.key_row = _row(key, _KEY_FIELDS)
+    _touch_remembered(key, remembered)
     return key
 
 
@@ -207,8 +205,7 @@ def api_key_checked(
         key = loaded
         if key.principal == ApiKey.Principal.AGENT:
             remembered = _remember(digest, key, generation)
-    if _touch(key) and remembered is not None:
-        remembered.key_row = _row(key, _KEY_FIELDS)
+    _touch_remembered(key, remembered)
     return key, None
 
 
@@ -250,6 +247,12 @@ def _remember(digest: str, key: ApiKey, generation: str | None) -> _Remembered:
         generation=generation,
     )
     return remembered
+
+
+def _touch_remembered(key: ApiKey, remembered: _Remembered | None) -> None:
+    """``_touch``, and what this process remembers of the key takes the new stamp."""
+    if _touch(key) and remembered is not None:
+        remembered.key_row = _row(key, _KEY_FIELDS)
 
 
 def _touch(key: ApiKey) -> bool:
