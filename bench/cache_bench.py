@@ -150,7 +150,16 @@ def load(base: str, path: str, bodies: list[str], key: str, conns: int, secs: in
         lua = Path(tmp) / "load.lua"
         lua.write_text(script)
         out = subprocess.run(
-            ["wrk", "-t2", f"-c{conns}", f"-d{secs}s", "--timeout=10s", "-s", str(lua), base],
+            [
+                "wrk",
+                f"-t{min(2, conns)}",
+                f"-c{conns}",
+                f"-d{secs}s",
+                "--timeout=10s",
+                "-s",
+                str(lua),
+                base,
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -30,7 +30,7 @@ def floor_checks(request: HttpRequest) -> JsonResponse:
         found = keys.api_key_checked(raw, for_trust=True)
         if found is None:
             return JsonResponse({"status": "unknown key"}, status=401)
-        tenant_id = found[0].tenant_id
+        tenant_id = found.tenant_id
     names = cache.generation_keys(tenant_id, "floor")
     cache.run_script("read", cache._READ, names, [1, 1, "mg:floor:", "checks"])
     return JsonResponse({"status": "ok"})

@@ -106,19 +106,21 @@ def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> resolution.Answe
     checks the key, and the rate is counted on its own. Raises ``PassOn`` rather than
     refusing."""
     cached = cache.enabled()
-    trusted = keys.api_key_on_trust(raw_key) if cached else None
-    if trusted is not None:
-        principal, generation = trusted
-        key_check = None
-    else:
-        found = keys.api_key_checked(
-            raw_key,
-            check_later=not cached and connection.vendor == "postgresql",
-            for_trust=cached,
-        )
-        if found is None:
+    principal: Principal | None = None
+    generation: tuple[str, str] | None = None
+    key_check: keys.KeyCheck | None = None
+    if cached:
+        trusted = keys.api_key_on_trust(raw_key)
+        if trusted is not None:
+            principal, generation = trusted
+    elif connection.vendor == "postgresql":
+        to_check = keys.api_key_to_check(raw_key)
+        if to_check is not None:
+            principal, key_check = to_check
+    if principal is None:
+        key = keys.api_key_checked(raw_key, for_trust=cached)
+        if key is None:
             raise PassOn
-        (key, key_check), generation = found, None
         principal = principal_for_key(key)
     window = PrincipalRateThrottle().window(principal)
     if window is None and generation is not None:  # nothing to confirm it with: read it

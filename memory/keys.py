@@ -59,6 +59,7 @@ class _Remembered:
 
 _KEY_FIELDS = [f.attname for f in ApiKey._meta.concrete_fields]
 _KEY_ID = _KEY_FIELDS.index("id")
+_KEY_PREFIX = _KEY_FIELDS.index("prefix")
 _KEY_EXPIRES_AT = _KEY_FIELDS.index("expires_at")
 _KEY_LABELS = _KEY_FIELDS.index("labels")
 _TENANT_FIELDS = [f.attname for f in Tenant._meta.concrete_fields]
@@ -74,8 +75,7 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
     Revocation, expiry and label changes, however they are made, apply to the next
     request. Person keys are loaded whole each time, with their user and membership: a
     deactivated person is refused, and the key carries the person's current labels."""
-    found = api_key_checked(raw)
-    return None if found is None else found[0]
+    return api_key_checked(raw)
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,28 @@ def api_key_on_trust(raw: str) -> tuple[Principal, tuple[str, str]] | None:
     expires_at = remembered.key_row[_KEY_EXPIRES_AT]
     if expires_at is not None and expires_at <= timezone.now():
         return None
+    return _shared_principal(remembered), (remembered.key_row[_KEY_PREFIX], remembered.generation)
+
+
+def api_key_to_check(raw: str) -> tuple[Principal, KeyCheck] | None:
+    """The shared principal of a remembered, fresh agent key, with no query, and the
+    ``KeyCheck`` the caller's next statement must confirm before anything is answered
+    (resolve's hot path, cache off: its labels are the remembered ones until then). None
+    when the key is not remembered so (then ``api_key_checked`` reads it)."""
+    found = _lookup(raw)
+    if found is None:
+        return None
+    _, digest, remembered = found
+    if remembered is None or time.monotonic() - remembered.loaded_at >= REMEMBER_SECONDS:
+        return None
+    principal = _shared_principal(remembered)
+    return principal, KeyCheck(key_id=remembered.key_row[_KEY_ID], digest=digest)
+
+
+def _shared_principal(remembered: _Remembered) -> Principal:
+    """One principal per remembered key, built on first use and shared by the requests
+    that use the key with no query of their own: a request needs no model instance of
+    its own for it. Its use is stamped (once a minute)."""
     principal = remembered.trusted
     if principal is None:
         built = remembered.build(remembered.key_row[_KEY_LABELS])
@@ -144,7 +166,7 @@ def api_key_on_trust(raw: str) -> tuple[Principal, tuple[str, str]] | None:
     key = principal.api_key
     assert key is not None  # noqa: S101 - an agent key's principal carries it
     _touch_remembered(key, remembered)
-    return principal, (key.prefix, remembered.generation)
+    return principal
 
 
 def _lookup(raw: str) -> tuple[str, str, _Remembered | None] | None:
@@ -157,25 +179,14 @@ def _lookup(raw: str) -> tuple[str, str, _Remembered | None] | None:
     return parts[1], digest, _remembered.get(digest)
 
 
-def _as_remembered(remembered: _Remembered) -> ApiKey:
-    """The remembered key with its remembered labels, its use stamped (once a minute)."""
-    key = remembered.build(remembered.key_row[_KEY_LABELS])
-    _touch_remembered(key, remembered)
-    return key
-
-
 def forget(raw: str) -> None:
     """Drop what this process remembers of a key (its generation moved on)."""
     _remembered.pop(hash_key(raw), None)
 
 
-def api_key_checked(
-    raw: str, *, check_later: bool = False, for_trust: bool = False
-) -> tuple[ApiKey, KeyCheck | None] | None:
+def api_key_checked(raw: str, *, for_trust: bool = False) -> ApiKey | None:
     """``api_key_for_raw``, read with one query when the key is remembered. With
-    ``check_later``, a remembered key is not read here: it comes with the ``KeyCheck``
-    the caller must confirm before it answers anything (its labels are the remembered
-    ones until then). With ``for_trust`` (resolve's hot path, cache on), a key loaded here
+    ``for_trust`` (resolve's hot path, cache on), a key loaded here
     is remembered with its generation, so that its next requests take it on trust."""
     found = _lookup(raw)
     if found is None:
@@ -186,9 +197,6 @@ def api_key_checked(
         and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
         and not (for_trust and remembered.generation is None)
     )
-    if remembered is not None and fresh and check_later:
-        key = _as_remembered(remembered)
-        return key, KeyCheck(key_id=key.pk, digest=digest)
     if remembered is not None and fresh:
         labels = _live(remembered.key_row[_KEY_ID])
         if labels is None:
@@ -206,16 +214,16 @@ def api_key_checked(
         if key.principal == ApiKey.Principal.AGENT:
             remembered = _remember(digest, key, generation)
     _touch_remembered(key, remembered)
-    return key, None
+    return key
 
 
 def _live(key_id: int) -> Any:
     """The key's current labels, or None when it is revoked, expired (or gone)."""
-    sql = f"SELECT k.labels FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY}"  # noqa: S608 - bound values
+    # As text on both backends (the prepared cursor would decode a JSON column itself).
+    sql = f"SELECT CAST(k.labels AS text) FROM {_KEYS_TABLE} k WHERE {_LIVE_KEY}"  # noqa: S608
     with prepared_cursor() as cursor:
         cursor.execute(sql, [key_id, timezone.now()])
         rows = cursor.fetchall()
-    # Both backends hand JSON columns over as text (Django decodes them in the ORM).
     return json.loads(rows[0][0]) if rows else None
 
 

@@ -111,6 +111,7 @@ def decide(
             context=request.context,
             known_at=known_at,
             prefilter=not request.explain,
+            with_policy=True,
             key_check=key_check.key_id if key_check is not None else None,
         )
     )
@@ -124,7 +125,7 @@ def decide(
         require_subject(principal.tenant, request.subject)
         policy = resolver_policy(current_policy(principal.tenant))
     else:
-        policy = resolver.Policy.from_precedence(str(current.version), current.precedence)
+        policy = current
     query = resolver.Query(
         context=request.context,
         valid_at=valid_at,
