@@ -490,11 +490,15 @@ def _no_fact(name: str, group: _Group, query: Query) -> Abstention:
     return Abstention(name, "no_applicable_fact", f"no memory for {name} applies to this context")
 
 
-def _decide(name: str, group: _Group, query: Query, policy: Policy) -> Fact | Abstention:
+def _decide(
+    name: str, group: _Group, query: Query, policy: Policy, rank: Callable[[Candidate], _Key]
+) -> Fact | Abstention:
     """The best rank group wins if it agrees on the value; a disagreement is never guessed."""
     if not group.states:
         return _no_fact(name, group, query)
-    rank = _ranker(policy)
+    if len(group.states) == 1:  # most fields: nothing to rank it against
+        only = group.states[0]
+        return Fact(name, only, _reason(only, (), None, (), policy.order), _qualifiers(only))
     keyed = [(rank(c), c) for c in group.states]
     best = max(key for key, _ in keyed)
     top = sorted((c for key, c in keyed if key == best), key=_identity)
@@ -539,9 +543,10 @@ def resolve(candidates: Iterable[Candidate], query: Query, policy: Policy) -> Re
     abstentions: list[Abstention] = []
     plans: list[Plan] = []
     considered: list[Considered] = []
+    rank = _ranker(policy)
     for name in names:
         group = groups.get(name) or _Group()
-        decision = _decide(name, group, query, policy)
+        decision = _decide(name, group, query, policy, rank)
         if isinstance(decision, Fact):
             facts.append(decision)
         else:
