@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from django.http import HttpRequest, HttpResponse
@@ -86,6 +86,9 @@ def _json(body: dict[str, Any]) -> bytes:
 
 
 class ResolveView(MemgovAPIView):
+    # DRF's default headers (Allow, Vary) are the class's: worked out once for the hot path.
+    _plain_headers: ClassVar[dict[str, str] | None] = None
+
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         """Resolve is the call agents make before every task: its usual request skips
         DRF's negotiation, parsing, serializer and rendering, and the round trips the
@@ -104,10 +107,13 @@ class ResolveView(MemgovAPIView):
             self.headers = self.default_response_headers
             failed = self.finalize_response(self.request, self.handle_exception(exc))
             return failed  # type: ignore[no-any-return]
+        headers = ResolveView._plain_headers
+        if headers is None:
+            headers = ResolveView._plain_headers = self.default_response_headers
         return HttpResponse(
             body if isinstance(body, bytes) else _json(body),
             content_type="application/json",
-            headers=self.default_response_headers,
+            headers=headers,
         )
 
     @extend_schema(
