@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Min
@@ -82,7 +81,7 @@ def resolve_cache_outcome(outcome: str) -> None:
 
 
 @functools.cache
-def _cache_outcome(outcome: str) -> Any:
+def _cache_outcome(outcome: str) -> Counter:
     """The counter of one outcome, looked up once (``labels`` takes a lock and a dict
     lookup on every call; resolve counts one outcome per request)."""
     return RESOLVE_CACHE.labels(outcome)

@@ -24,12 +24,12 @@ def prepared_cursor() -> Iterator[Any]:
     """On PostgreSQL, a cursor binding its parameters on the server, whose statements
     psycopg prepares on first use: PostgreSQL then stops planning them again (planning
     the candidate statement took longer than running it), and whose ``json``/``jsonb``
-    columns arrive decoded (``json_loads``), where Django's hand them over as text. Django's
-    own cursors bind on
-    the client, which never prepares, and Django turns psycopg's preparing off for the
-    connection (``prepare_threshold``, for poolers without prepared statements): it is
-    turned on here, which changes nothing for those cursors. Wrapped as Django wraps its
-    cursors, so query logging, ``execute_wrapper`` and error translation behave the same.
+    columns arrive decoded (``json_loads``), where Django's hand them over as text.
+    Django's own cursors bind on the client, which never prepares, and Django turns
+    psycopg's preparing off for the connection (``prepare_threshold``, for poolers without
+    prepared statements): it is turned on here, which changes nothing for those cursors.
+    Wrapped as Django wraps its cursors, so query logging, ``execute_wrapper`` and error
+    translation behave the same.
     Elsewhere (SQLite) it is Django's cursor, and JSON columns are text."""
     django: Any = connections[DEFAULT_DB_ALIAS]  # once: each use of the proxy looks it up
     if django.vendor != "postgresql":

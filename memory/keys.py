@@ -38,17 +38,21 @@ def generate_key() -> tuple[str, str]:
 @dataclass
 class _Remembered:
     """An agent key's row and its tenant's, as loaded: a request that reads the key builds
-    its own instances from them. Resolve's hot path, which takes the key on trust, shares
-    one principal built from them (``api_key_on_trust``) instead: a cached answer needs
-    no model instance of its own, and nothing on that path writes to it but the use
-    stamp."""
+    its own instances from them. Resolve's hot path, which uses the key with no query of
+    its own (``api_key_on_trust``, ``api_key_to_check``), shares one principal built from
+    them instead (``_shared_principal``): an answer needs no model instance of its own,
+    and nothing on that path writes to it but the use stamp."""
 
     key_row: tuple[Any, ...]
     tenant_row: tuple[Any, ...]
     loaded_at: float
     # The key's generation in Redis read before the row was (``memory.cache``), or None.
     generation: str | None = None
-    trusted: Principal | None = None  # built on the first request that takes it on trust
+    shared: Principal | None = None  # built on the first request that uses it so
+
+    def fresh(self) -> bool:
+        """Loaded less than ``REMEMBER_SECONDS`` ago."""
+        return time.monotonic() - self.loaded_at < REMEMBER_SECONDS
 
     def build(self, labels: Any) -> ApiKey:
         key = ApiKey.from_db("default", _KEY_FIELDS, self.key_row)
@@ -128,11 +132,7 @@ def api_key_on_trust(raw: str) -> tuple[Principal, tuple[str, str]] | None:
     if found is None:
         return None
     _, _, remembered = found
-    if (
-        remembered is None
-        or remembered.generation is None
-        or time.monotonic() - remembered.loaded_at >= REMEMBER_SECONDS
-    ):
+    if remembered is None or remembered.generation is None or not remembered.fresh():
         return None
     expires_at = remembered.key_row[_KEY_EXPIRES_AT]
     if expires_at is not None and expires_at <= timezone.now():
@@ -149,7 +149,7 @@ def api_key_to_check(raw: str) -> tuple[Principal, KeyCheck] | None:
     if found is None:
         return None
     _, digest, remembered = found
-    if remembered is None or time.monotonic() - remembered.loaded_at >= REMEMBER_SECONDS:
+    if remembered is None or not remembered.fresh():
         return None
     principal = _shared_principal(remembered)
     return principal, KeyCheck(key_id=remembered.key_row[_KEY_ID], digest=digest)
@@ -159,10 +159,10 @@ def _shared_principal(remembered: _Remembered) -> Principal:
     """One principal per remembered key, built on first use and shared by the requests
     that use the key with no query of their own: a request needs no model instance of
     its own for it. Its use is stamped (once a minute)."""
-    principal = remembered.trusted
+    principal = remembered.shared
     if principal is None:
         built = remembered.build(remembered.key_row[_KEY_LABELS])
-        principal = remembered.trusted = principal_for_key(built)
+        principal = remembered.shared = principal_for_key(built)
     key = principal.api_key
     assert key is not None  # noqa: S101 - an agent key's principal carries it
     _touch_remembered(key, remembered)
@@ -194,7 +194,7 @@ def api_key_checked(raw: str, *, for_trust: bool = False) -> ApiKey | None:
     prefix, digest, remembered = found
     fresh = (
         remembered is not None
-        and time.monotonic() - remembered.loaded_at < REMEMBER_SECONDS
+        and remembered.fresh()
         and not (for_trust and remembered.generation is None)
     )
     if remembered is not None and fresh:
