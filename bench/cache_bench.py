@@ -253,28 +253,46 @@ def _median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {**ordered[len(ordered) // 2], "rps_rounds": [r["rps"] for r in results]}
 
 
-def measure(url: str, key: str, bodies: list[str], args: argparse.Namespace) -> list[Any]:
-    """Floor, warm and cold at each concurrency, in interleaved rounds; median rounds."""
+def measure(
+    url: str, key: str, bodies: list[str], args: argparse.Namespace
+) -> tuple[list[Any], dict[str, Any]]:
+    """Floor, warm and cold at each concurrency, in interleaved rounds; median rounds. The
+    floor and the warm resolve run back to back, and each round's warm/floor ratios are
+    kept apart (``paired``, median of the rounds): a slow spell of the host then falls on
+    both sides of a round's ratio rather than on one of two medians taken apart."""
     results: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    pairs: dict[int, list[tuple[float, float]]] = {}
     with (
         gunicorn(url, cache=True, threads=args.threads) as on,
         gunicorn(url, cache=False, threads=args.threads) as off,
     ):
         for _ in range(args.rounds):
             for conns in args.concurrency:
+                warm(on, bodies, key)  # an entry lives at most a minute
                 floor = load(on, "/floor", [], key, conns, args.seconds)
                 results.setdefault(("floor", conns), []).append(floor)
-                checks = load(on, "/floor/checks", bodies, key, conns, args.seconds)
-                results.setdefault(("floor_checks", conns), []).append(checks)
-                warm(on, bodies, key)  # an entry lives at most a minute
                 hot = load(on, "/api/v1/resolve", bodies, key, conns, args.seconds)
                 results.setdefault(("resolve_warm", conns), []).append(hot)
+                pairs.setdefault(conns, []).append(
+                    (hot["rps"] / floor["rps"], hot["p99_ms"] / max(floor["p99_ms"], 1e-9))
+                )
+                checks = load(on, "/floor/checks", bodies, key, conns, args.seconds)
+                results.setdefault(("floor_checks", conns), []).append(checks)
                 cold = load(off, "/api/v1/resolve", bodies, key, conns, args.seconds)
                 results.setdefault(("resolve_cold", conns), []).append(cold)
-    return [
+    runs = [
         {"case": case, "concurrency": conns, **_median_round(found)}
         for (case, conns), found in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     ]
+    paired = {
+        str(conns): {
+            "warm_over_floor": round(statistics.median(rps for rps, _ in found), 3),
+            "warm_over_floor_rounds": [round(rps, 3) for rps, _ in found],
+            "warm_p99_over_floor_p99": round(statistics.median(p99 for _, p99 in found), 3),
+        }
+        for conns, found in pairs.items()
+    }
+    return runs, paired
 
 
 def main() -> None:
@@ -294,7 +312,7 @@ def main() -> None:
     key, bodies, subjects = workload(url)
 
     load_before = os.getloadavg()[0]
-    runs = measure(url, key, bodies, args)
+    runs, paired = measure(url, key, bodies, args)
     load_after = os.getloadavg()[0]
 
     os.environ["DATABASE_URL"] = url
@@ -332,6 +350,7 @@ def main() -> None:
             }
             for c in args.concurrency
         },
+        "paired": paired,
         "targets": TARGETS,
         "invalidation": invalidation,
     }
