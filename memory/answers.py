@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
 from rest_framework import serializers
 
 from core.errors import InvalidContent, NotFound
 from core.principals import Principal, principal_for_key
+from core.sql import on_postgresql
 from memory import cache, keys, proposals, ratelimit, resolution, selectors, sources
 from memory.auth import PrincipalRateThrottle
 from memory.retrievals import task_record
@@ -113,7 +113,7 @@ def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> resolution.Answe
         trusted = keys.api_key_on_trust(raw_key)
         if trusted is not None:
             principal, generation = trusted
-    elif connection.vendor == "postgresql":
+    elif on_postgresql():
         to_check = keys.api_key_to_check(raw_key)
         if to_check is not None:
             principal, key_check = to_check

@@ -95,7 +95,7 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
 
     def window(self, principal: Principal) -> ratelimit.Window | None:
         """The caller's counters at this instant, when Redis keeps them (else None)."""
-        limit, period = self.parse_rate(self.rate)
+        limit, period = self.num_requests, self.duration  # parsed from the rate on creation
         if not settings.REDIS_URL or limit is None or period is None:
             return None
         bucket = self._bucket(principal)

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+import orjson
 from django.db import connection
 from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core.sql import json_loads, placeholders, prepared_cursor
+from core.sql import json_loads, on_postgresql, placeholders, prepared_cursor
 from memory import resolver
 from memory.keys import KEY_LABELS_SQL, NOT_READ
 from memory.models import OPEN_STATUSES, MemoryVersion
@@ -173,7 +174,7 @@ def to_candidate(row: Any, known_at: datetime, include: int | None) -> resolver.
         deactivated_at=deactivated_at,
         source_ids=tuple(row.source_ids),
         basis=row.basis,
-        visibility=tuple(frozenset(labels) for labels in row.required_visibility),
+        visibility=tuple(map(frozenset, row.required_visibility)),
         pending_correction=bool(row.pending),
     )
 
@@ -202,7 +203,7 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
         params += request.fields
     if request.prefilter:
         where += ' AND (v."scope" <@ %s::jsonb OR v."scope" = \'{"tenant": "*"}\'::jsonb)'
-        params.append(json.dumps(dict(request.context)))
+        params.append(orjson.dumps(dict(request.context)).decode())
     if request.revoked_sources:
         revoked = placeholders(request.revoked_sources)
         hit = (
@@ -276,7 +277,7 @@ class _Row(NamedTuple):
 def candidate_rows(request: CandidateRequest) -> list[Any]:
     """The candidate rows: one raw statement on PostgreSQL, the ORM's queryset elsewhere
     (SQLite has no ``<@``; the resolver's own scope test does that filter there)."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         if request.key_check is not None:
             raise ValueError("a key is checked by the written-out statement (PostgreSQL)")
         return list(candidate_queryset(request))

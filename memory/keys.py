@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import orjson
 from django.db.models import Q
 from django.utils import timezone
 
@@ -111,7 +112,7 @@ def confirmed_labels(check: KeyCheck, read: str | None) -> Any:
     if read is NOT_READ:
         read = _live(check.key_id)
     elif read is not None:
-        read = json.loads(read)
+        read = orjson.loads(read)
     if read is None:
         _remembered.pop(check.digest, None)
         raise KeyRefused

@@ -55,6 +55,9 @@ TENANT_DIMENSION = "tenant"
 PLAN = "plan"
 VALID_FROM_UNKNOWN = "valid_from_unknown"
 PENDING_CORRECTION = "pending_correction"
+# The reason of a fact nothing else applicable competed with (``_reason`` with no runner-up
+# and no agreeing candidate).
+ONLY_APPLICABLE = "only applicable fact"
 
 CandidateOutcome = Literal["selected", "outranked", "out_of_scope", "not_valid_at_time", "expired"]
 AbstentionReason = Literal["conflict", "not_valid_at_time", "no_applicable_fact"]
@@ -420,10 +423,12 @@ def _reason(
         parts.append(_REASONS[criterion](winner, runner))
     if agreeing:
         parts.append(f"same value as equally ranked {', '.join(c.memory_id for c in agreeing)}")
-    return "; ".join(parts) or "only applicable fact"
+    return "; ".join(parts) or ONLY_APPLICABLE
 
 
 def _qualifiers(c: Candidate) -> tuple[str, ...]:
+    if c.valid_from is not None and not c.pending_correction:  # most facts: neither
+        return ()
     flags = ((VALID_FROM_UNKNOWN, c.valid_from is None), (PENDING_CORRECTION, c.pending_correction))
     return tuple(name for name, on in flags if on)
 
@@ -498,7 +503,7 @@ def _decide(
         return _no_fact(name, group, query)
     if len(group.states) == 1:  # most fields: nothing to rank it against
         only = group.states[0]
-        return Fact(name, only, _reason(only, (), None, (), policy.order), _qualifiers(only))
+        return Fact(name, only, ONLY_APPLICABLE, _qualifiers(only))
     keyed = [(rank(c), c) for c in group.states]
     best = max(key for key, _ in keyed)
     top = sorted((c for key, c in keyed if key == best), key=_identity)
@@ -551,7 +556,8 @@ def resolve(candidates: Iterable[Candidate], query: Query, policy: Policy) -> Re
             facts.append(decision)
         else:
             abstentions.append(decision)
-        plans += [Plan(name, c) for c in sorted(group.plans, key=_identity)]
+        if group.plans:
+            plans += [Plan(name, c) for c in sorted(group.plans, key=_identity)]
         if query.explain:
             winner = decision.candidate if isinstance(decision, Fact) else None
             considered += _considered(name, group, winner)

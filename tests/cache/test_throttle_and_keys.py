@@ -227,6 +227,26 @@ def test_a_key_revoked_is_refused_on_the_resolve_hot_path_without_a_query(
     assert keys._remembered == {}
 
 
+@pytest.mark.parametrize("asked", ["valid_at", "known_at"])
+def test_a_key_revoked_is_refused_on_the_hot_path_for_a_question_about_the_past(
+    private_redis, world, django_capture_on_commit_callbacks, asked
+):
+    """An answer about another instant is never cached, but the key taken on trust is
+    still confirmed before it is answered: revoking it refuses the next such question."""
+    subject = dana(world)
+    agent = world.client("agent")
+    past = {"subject": subject, asked: timezone.now().isoformat()}
+    for _ in "12":  # remembered, then taken on trust of its generation
+        assert agent.post("/api/v1/resolve", past, format="json").status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tenancy.api_key_revoke(key=_key_row(world.keys["agent"]))
+    refused = agent.post("/api/v1/resolve", past, format="json")
+
+    assert refused.status_code == 401
+    assert keys._remembered == {}
+
+
 def test_a_remembered_key_is_refused_on_the_hot_path_once_it_expires(private_redis, world):
     """Expiry needs no change of the row: the remembered row's own ``expires_at`` decides."""
     subject = dana(world)
