@@ -84,6 +84,9 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
 
     scope = "principal"
     _retry_after: float | None = None
+    # Set by DRF's __init__ from the rate (the stubs do not declare them).
+    num_requests: int | None
+    duration: int | None
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         principal = request.auth if isinstance(request.auth, Principal) else None
