@@ -1,0 +1,206 @@
+"""Instructions a cold resolve costs, by callgrind: a count that repeats to 0.1% from run to
+run, where time on a shared two-core machine moves by a tenth from one minute to the next.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_speed_100k \\
+    REDIS_URL=redis://127.0.0.1:6379/10 \\
+        .venv/bin/python -m bench.instructions [--requests 300] [--tree PATH] [piece ...]
+
+Each piece runs in its own process under ``valgrind --tool=callgrind`` (Debian package
+``valgrind``), which counts only what happens inside ``functools.reduce``: the measured
+loop, after Django has started and 50 warm-up calls. Pieces: ``full`` (``POST
+/api/v1/resolve`` through the WSGI application, cache off), ``floor`` (``GET /floor``),
+and parts of a resolve on their own: ``decide``, ``candidate_rows``, ``to_candidate``,
+``resolver``, ``body``, ``key``. Printed as instructions per call, and written to
+``bench/results/instructions-<date>.json``. ``--tree`` measures another checkout (a
+``git worktree`` of an earlier commit) with this virtualenv, for a before/after.
+
+Only this process is counted, not PostgreSQL, Redis or the kernel: the count ranks
+changes to Memgov's own code. The targets are judged over HTTP (``bench.resolve_bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.reports import report_path
+
+ROOT = Path(__file__).resolve().parent.parent
+PIECES = ("full", "floor", "decide", "candidate_rows", "to_candidate", "resolver", "body", "key")
+WARM_UP = 50
+
+
+def _pieces() -> dict[str, Any]:
+    """The calls to count, each taking the request's number (its subject is the number's)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production")
+    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
+    os.environ.setdefault("DEBUG", "false")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("MEMGOV_THROTTLE_RATE", "100000000/min")
+    os.environ["MEMGOV_RESOLVE_CACHE"] = "false"
+    import django
+
+    django.setup()
+    from django.core.wsgi import get_wsgi_application
+    from django.utils import timezone
+
+    from bench.generate import context_for, info
+    from bench.profile_resolve import _environ
+    from memory import candidates, keys, resolution, resolver
+    from memory.answers import _resolve_request
+
+    application = get_wsgi_application()
+    manifest = info(probes=500)
+    subjects = manifest["subjects"]
+    count = len(subjects)
+    bodies = [
+        json.dumps({"subject": s["id"], "context": context_for(s["index"])}).encode()
+        for s in subjects
+    ]
+
+    def http(path: str, body: bytes, key: str | None) -> None:
+        status: list[str] = []
+
+        def start_response(line: str, headers: Any, *_: Any) -> Any:
+            status.append(line)
+            return lambda _: None
+
+        b"".join(application(_environ(path, body, key), start_response))
+        if not status[0].startswith("200"):
+            raise SystemExit(f"{path} answered {status[0]}")
+
+    for i in range(WARM_UP):  # the key remembered, the statement prepared
+        http("/api/v1/resolve", bodies[i % count], manifest["key"])
+    checked = keys.api_key_to_check(manifest["key"])
+    if checked is None:
+        raise SystemExit("the agent key was not remembered")
+    principal, key_check = checked
+    now = timezone.now()
+    asked = [
+        _resolve_request({"subject": s["id"], "context": context_for(s["index"]), "explain": False})
+        for s in subjects
+    ]
+    requests = [
+        candidates.CandidateRequest(
+            tenant_id=principal.tenant.pk,
+            subject_id=a.subject,
+            fields=None,
+            context=a.context,
+            known_at=now,
+            with_policy=True,
+            key_check=key_check.key_id,
+        )
+        for a in asked
+    ]
+    rows = [candidates.candidate_rows(r) for r in requests]
+    found = [[candidates.to_candidate(row, now, None) for row in rs] for rs in rows]
+    policy = candidates._stated_policy(rows[0][0].policy_version, rows[0][0].policy_precedence)
+    queries = [
+        resolver.Query(context=a.context, valid_at=now, known_at=now, labels=principal.labels)
+        for a in asked
+    ]
+    decisions = [resolution.decide(principal, a, now, key_check) for a in asked]
+    return {
+        "full": lambda i: http("/api/v1/resolve", bodies[i % count], manifest["key"]),
+        "floor": lambda i: http("/floor", b"", None),
+        "decide": lambda i: resolution.decide(principal, asked[i % count], now, key_check),
+        "candidate_rows": lambda i: candidates.candidate_rows(requests[i % count]),
+        "to_candidate": lambda i: [
+            candidates.to_candidate(row, now, None) for row in rows[i % count]
+        ],
+        "resolver": lambda i: resolver.resolve(found[i % count], queries[i % count], policy),
+        "body": lambda i: resolution.resolution_body(decisions[i % count], explain=False),
+        "key": lambda i: keys.api_key_to_check(manifest["key"]),
+    }
+
+
+def child(piece: str, calls: int) -> None:
+    """Under callgrind: warm up, then the counted loop inside ``functools.reduce``."""
+    call = _pieces()[piece]
+    for i in range(WARM_UP):
+        call(i)
+    functools.reduce(lambda _, i: call(i), range(calls), None)
+
+
+def count(tree: Path, piece: str, calls: int) -> float:
+    """Instructions per call of ``piece`` in the checkout at ``tree``."""
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--collect-atstart=no",
+        "--toggle-collect=functools_reduce",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        str(Path(__file__).resolve()),  # this file, measuring the code of ``tree``
+        "--child",
+        piece,
+        "--requests",
+        str(calls),
+    ]
+    # The tree's packages first: an earlier commit is measured with this file's loop.
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or found is None:
+        raise SystemExit(f"{piece} in {tree} failed:\n{done.stderr[-2000:]}")
+    return int(found.group(1)) / calls
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pieces", nargs="*", default=["full", "floor"], help=", ".join(PIECES))
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout to measure")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.requests)
+        return
+    unknown = set(args.pieces) - set(PIECES)
+    if unknown:
+        raise SystemExit(f"unknown pieces: {', '.join(sorted(unknown))}")
+    tree = args.tree.resolve()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counted = dict(
+            zip(
+                args.pieces,
+                pool.map(lambda p: count(tree, p, args.requests), args.pieces),
+                strict=True,
+            )
+        )
+    commit = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    report = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([".venv/bin/python", "-m", "bench.instructions", *sys.argv[1:]]),
+        "tree": str(tree),
+        "commit": commit,
+        "database": os.environ.get("DATABASE_URL", ""),
+        "requests": args.requests,
+        "instructions_per_call": {piece: round(value) for piece, value in counted.items()},
+    }
+    for piece, value in counted.items():
+        print(f"{piece:<15} {value:>12,.0f} instructions a call")
+    if "full" in counted and "floor" in counted:
+        print(f"{'full / floor':<15} {counted['full'] / counted['floor']:>12.2f}")
+    out = report_path("instructions")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
