@@ -41,12 +41,8 @@ WARM_UP = 50
 
 def _pieces() -> dict[str, Any]:
     """The calls to count, each taking the request's number (its subject is the number's)."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production")
-    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1")
-    os.environ.setdefault("DEBUG", "false")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("MEMGOV_THROTTLE_RATE", "100000000/min")
+    from bench import profile_resolve  # its import sets the in-process server's environment
+
     os.environ["MEMGOV_RESOLVE_CACHE"] = "false"
     import django
 
@@ -55,7 +51,6 @@ def _pieces() -> dict[str, Any]:
     from django.utils import timezone
 
     from bench.generate import context_for, info
-    from bench.profile_resolve import _environ
     from memory import candidates, keys, resolution, resolver
     from memory.answers import _resolve_request
 
@@ -75,7 +70,7 @@ def _pieces() -> dict[str, Any]:
             status.append(line)
             return lambda _: None
 
-        b"".join(application(_environ(path, body, key), start_response))
+        b"".join(application(profile_resolve._environ(path, body, key), start_response))
         if not status[0].startswith("200"):
             raise SystemExit(f"{path} answered {status[0]}")
 
