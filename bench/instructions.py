@@ -8,7 +8,8 @@ run, where time on a shared two-core machine moves by a tenth from one minute to
 Each piece runs in its own process under ``valgrind --tool=callgrind`` (Debian package
 ``valgrind``), which counts only what happens inside ``functools.reduce``: the measured
 loop, after Django has started and 50 warm-up calls. Pieces: ``full`` (``POST
-/api/v1/resolve`` through the WSGI application, cache off), ``floor`` (``GET /floor``),
+/api/v1/resolve`` through the WSGI application, cache off), ``warm`` (the same with the
+cache on, every answer cached by the warm-up), ``floor`` (``GET /floor``),
 and parts of a resolve on their own: ``decide``, ``candidate_rows``, ``to_candidate``,
 ``resolver``, ``body``, ``key``. Printed as instructions per call, and written to
 ``bench/results/instructions-<date>.json``. ``--tree`` measures another checkout (a
@@ -35,15 +36,25 @@ from typing import Any
 from bench.reports import report_path
 
 ROOT = Path(__file__).resolve().parent.parent
-PIECES = ("full", "floor", "decide", "candidate_rows", "to_candidate", "resolver", "body", "key")
+PIECES = (
+    "full",
+    "warm",
+    "floor",
+    "decide",
+    "candidate_rows",
+    "to_candidate",
+    "resolver",
+    "body",
+    "key",
+)
 WARM_UP = 50
 
 
-def _pieces() -> dict[str, Any]:
+def _pieces(cache_on: bool) -> dict[str, Any]:
     """The calls to count, each taking the request's number (its subject is the number's)."""
     from bench import profile_resolve  # its import sets the in-process server's environment
 
-    os.environ["MEMGOV_RESOLVE_CACHE"] = "false"
+    os.environ["MEMGOV_RESOLVE_CACHE"] = "true" if cache_on else "false"
     import django
 
     django.setup()
@@ -107,6 +118,7 @@ def _pieces() -> dict[str, Any]:
     decisions = [resolution.decide(principal, a, now, key_check) for a in asked]
     return {
         "full": lambda i: http("/api/v1/resolve", bodies[i % count], manifest["key"]),
+        "warm": lambda i: http("/api/v1/resolve", bodies[i % count], manifest["key"]),
         "floor": lambda i: http("/floor", b"", None),
         "decide": lambda i: resolution.decide(principal, asked[i % count], now, key_check),
         "candidate_rows": lambda i: candidates.candidate_rows(requests[i % count]),
@@ -121,8 +133,8 @@ def _pieces() -> dict[str, Any]:
 
 def child(piece: str, calls: int) -> None:
     """Under callgrind: warm up, then the counted loop inside ``functools.reduce``."""
-    call = _pieces()[piece]
-    for i in range(WARM_UP):
+    call = _pieces(cache_on=piece == "warm")[piece]
+    for i in range(max(WARM_UP, calls)):  # a warm resolve's entries stored
         call(i)
     functools.reduce(lambda _, i: call(i), range(calls), None)
 
