@@ -392,7 +392,8 @@ _COUNTS = ("requests", "non_2xx", "socket_errors")
 
 
 def _merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One endpoint's short runs of a round as one: each statistic's median, counts added."""
+    """One endpoint's runs as one (a round's short runs, or the rounds): each statistic's
+    median, counts added."""
     out: dict[str, Any] = {
         stat: round(statistics.median(r[stat] for r in runs), 3) for stat in _STATS
     }
@@ -417,11 +418,7 @@ def median_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     for c in ("c1", "c8"):
         out[c] = {}
         for endpoint in ENDPOINTS:
-            runs = [r[c][endpoint] for r in rounds]
-            out[c][endpoint] = {
-                stat: round(statistics.median(run[stat] for run in runs), 3) for stat in _STATS
-            }
-            out[c][endpoint].update({count: sum(run[count] for run in runs) for count in _COUNTS})
+            out[c][endpoint] = _merged([r[c][endpoint] for r in rounds])
         pairs = [pair for r in rounds for pair in r[c].get("pairs", [])]
         if pairs:
             out[c]["paired"] = {"pairs": len(pairs)}
