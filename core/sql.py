@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -92,6 +92,16 @@ def _binding_cursor(django: Any) -> Any:
     if kept is None and not _kept.in_use:
         _kept.connection, _kept.cursor = django.connection, raw
     return raw
+
+
+@lru_cache(maxsize=256)
+def one_text(sql: str) -> str:
+    """The first string equal to ``sql`` that came here: one object for each statement
+    text. psycopg keeps a cursor's adapters (the loaders of the result's columns, the
+    dumpers of the parameters) only while the query it executes is the very object it ran
+    before; a statement written out afresh for each request had them looked up again each
+    time, 3% of a cold resolve's instructions."""
+    return sql
 
 
 @cache

@@ -19,7 +19,7 @@ from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, Tex
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core.sql import json_loads, on_postgresql, placeholders, prepared_cursor
+from core.sql import json_loads, on_postgresql, one_text, placeholders, prepared_cursor
 from memory import resolver
 from memory.keys import KEY_LABELS_SQL, NOT_READ
 from memory.models import OPEN_STATUSES, MemoryVersion
@@ -234,7 +234,7 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
         f"SELECT {_SELECT}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
         f'FROM "memory_memoryversion" v WHERE {where}'
     )
-    return sql, head + params
+    return one_text(sql), head + params
 
 
 _OPEN = [str(status) for status in OPEN_STATUSES]
