@@ -136,11 +136,22 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
 
 
 def child(piece: str, calls: int) -> None:
-    """Under callgrind: warm up, then the counted loop inside ``functools.reduce``."""
+    """Under callgrind: warm up, then the counted loop inside ``functools.reduce``. A warm
+    count holds only if every counted call was a hit: an entry ends at its candidates'
+    next change or after a minute, which a slow valgrind run can outlast."""
+    from memory import cache
+
     call = _pieces(cache_on=piece == "warm")[piece]
     for i in range(max(WARM_UP, calls)):  # a warm resolve's entries stored
         call(i)
+    missed = cache.stats["misses"]
     functools.reduce(lambda _, i: call(i), range(calls), None)
+    missed = cache.stats["misses"] - missed
+    if piece == "warm" and missed:
+        raise SystemExit(
+            f"{missed} of the {calls} counted calls missed the cache: count the warm piece "
+            "on its own, or with fewer beside it"
+        )
 
 
 def count(tree: Path, piece: str, calls: int) -> float:
