@@ -139,9 +139,9 @@ def child(piece: str, calls: int) -> None:
     """Under callgrind: warm up, then the counted loop inside ``functools.reduce``. A warm
     count holds only if every counted call was a hit: an entry ends at its candidates'
     next change or after a minute, which a slow valgrind run can outlast."""
-    from memory import cache
-
     call = _pieces(cache_on=piece == "warm")[piece]
+    from memory import cache  # after _pieces: importing it first settles Django's settings
+
     for i in range(max(WARM_UP, calls)):  # a warm resolve's entries stored
         call(i)
     missed = cache.stats["misses"]
