@@ -10,8 +10,10 @@ Both servers run this checkout's virtualenv on ``<DATABASE_URL>_100k`` (``bench.
 data, as ``bench.cache_bench`` uses it), gthread 2 workers x 4 threads, with the resolve
 cache on unless ``--cache-off``. Each round drives A, then B (the probes asked once just
 before, so a warm run finds its entries), then the floor on A. The median round of
-each is printed with the web workers' CPU per request (``/proc``). On a noisy host
-the rounds move together, so the A/B within a round means more than a figure on its own.
+each is printed with the CPU per request (``/proc``) of the web workers, and of
+PostgreSQL and Redis (every process of each on this machine: run nothing else on them).
+On a noisy host the rounds move together, so the A/B within a round means more than a
+figure on its own.
 """
 
 from __future__ import annotations
@@ -31,14 +33,19 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def _cpu_seconds(server: subprocess.Popen[bytes]) -> float:
     """User and system time of the server's worker processes so far."""
-    children = subprocess.run(
-        ["pgrep", "-P", str(server.pid)],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
+    return _cpu_of(
+        subprocess.run(
+            ["pgrep", "-P", str(server.pid)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+    )
+
+
+def _cpu_of(pids: list[str]) -> float:
     total = 0.0
-    for pid in children:
+    for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:  # recycled meanwhile
@@ -48,15 +55,33 @@ def _cpu_seconds(server: subprocess.Popen[bytes]) -> float:
     return total
 
 
+def _services_cpu_seconds() -> dict[str, float]:
+    """User and system time so far of this machine's PostgreSQL and Redis processes (every
+    backend, the servers' own helpers included): what a request costs beyond the web
+    workers."""
+    found = {}
+    for label, name in (("PostgreSQL", "postgres"), ("Redis", "redis-server")):
+        pids = subprocess.run(
+            ["pgrep", "-x", name], capture_output=True, text=True, check=False
+        ).stdout.split()
+        found[label] = _cpu_of(pids)
+    return found
+
+
 def _drive(
     base: str, server: subprocess.Popen[bytes], path: str, bodies: list[str], key: str, args: Any
-) -> tuple[float, float]:
-    """Requests/s, and the workers' CPU milliseconds per request."""
-    before = _cpu_seconds(server)
+) -> tuple[float, dict[str, float]]:
+    """Requests/s, and the CPU milliseconds per request of the web workers, PostgreSQL
+    and Redis."""
+    before, services = _cpu_seconds(server), _services_cpu_seconds()
     result = load(base, path, bodies, key, args.concurrency, args.seconds)
     if result["non_2xx"]:
         raise SystemExit(f"{path}: {result['non_2xx']} answers that were not 2xx")
-    return result["rps"], (_cpu_seconds(server) - before) * 1000 / result["requests"]
+    count = result["requests"]
+    spent = {"web": (_cpu_seconds(server) - before) * 1000 / count}
+    for label, seconds in _services_cpu_seconds().items():
+        spent[label] = (seconds - services[label]) * 1000 / count
+    return result["rps"], spent
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     url = _size_url(os.environ.get("DATABASE_URL", "postgres:///memgov_bench"), SIZE)
     key, bodies, _ = workload(url)
     cache = not args.cache_off
-    runs: dict[str, list[tuple[float, float]]] = {"A": [], "B": [], "floor (A)": []}
+    runs: dict[str, list[tuple[float, dict[str, float]]]] = {"A": [], "B": [], "floor (A)": []}
     with ExitStack() as stack:
         servers = {
             name: stack.enter_context(serving(url, cache, 4, root.resolve()))
@@ -92,10 +117,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     for name, results in runs.items():
         rps = [round(r) for r, _ in results]
-        cpu = statistics.median(c for _, c in results)
+        cpu = {part: statistics.median(c[part] for _, c in results) for part in results[0][1]}
         print(
-            f"{name:10s} req/s median {statistics.median(rps):7.0f} (rounds {rps}), "
-            f"web CPU {cpu:.2f} ms a request"
+            f"{name:10s} req/s median {statistics.median(rps):7.0f} (rounds {rps}), CPU ms a "
+            f"request (median): " + ", ".join(f"{part} {ms:.3f}" for part, ms in cpu.items())
         )
 
 
