@@ -1,5 +1,7 @@
-"""Instructions a cold resolve costs, by callgrind: a count that repeats to 0.1% from run to
-run, where time on a shared two-core machine moves by a tenth from one minute to the next.
+"""Instructions a cold resolve costs, by callgrind: a count that repeats to about 1% between
+runs paced alike (what depends on the clock, a key's use stamp or a cached entry's end,
+moves it a little), where time on a shared two-core machine moves by a tenth from one
+minute to the next.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_speed_100k \\
     REDIS_URL=redis://127.0.0.1:6379/10 \\
