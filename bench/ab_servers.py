@@ -33,14 +33,23 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def _cpu_seconds(server: subprocess.Popen[bytes]) -> float:
     """User and system time of the server's worker processes so far."""
-    return _cpu_of(
-        subprocess.run(
-            ["pgrep", "-P", str(server.pid)],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
-    )
+    return _cpu_of(_pgrep("-P", str(server.pid)))
+
+
+def _services_cpu_seconds() -> dict[str, float]:
+    """User and system time so far of this machine's PostgreSQL and Redis processes (every
+    backend, the servers' own helpers included): what a request costs beyond the web
+    workers."""
+    return {
+        label: _cpu_of(_pgrep("-x", name))
+        for label, name in (("PostgreSQL", "postgres"), ("Redis", "redis-server"))
+    }
+
+
+def _pgrep(*criteria: str) -> list[str]:
+    return subprocess.run(
+        ["pgrep", *criteria], capture_output=True, text=True, check=False
+    ).stdout.split()
 
 
 def _cpu_of(pids: list[str]) -> float:
@@ -53,19 +62,6 @@ def _cpu_of(pids: list[str]) -> float:
         fields = stat[stat.rindex(")") + 2 :].split()
         total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return total
-
-
-def _services_cpu_seconds() -> dict[str, float]:
-    """User and system time so far of this machine's PostgreSQL and Redis processes (every
-    backend, the servers' own helpers included): what a request costs beyond the web
-    workers."""
-    found = {}
-    for label, name in (("PostgreSQL", "postgres"), ("Redis", "redis-server")):
-        pids = subprocess.run(
-            ["pgrep", "-x", name], capture_output=True, text=True, check=False
-        ).stdout.split()
-        found[label] = _cpu_of(pids)
-    return found
 
 
 def _drive(

@@ -111,7 +111,7 @@ def _in_use(known_at: datetime) -> Q:
 def _scope_within(context: Mapping[str, str]) -> Q:
     """``scope <@ context`` (or tenant-wide) in SQL on PostgreSQL, evaluated on the rows the
     (tenant, subject, field) index found; elsewhere the resolver's own test does it."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         return Q()
     return Q(scope__contained_by=dict(context)) | Q(scope={"tenant": "*"})
 
