@@ -13,6 +13,7 @@ import config.metrics as metrics
 from approvals import checks
 from approvals.models import CheckResult
 from audit.services import AuditEntry, audit_append_many
+from core.sql import bound_on_server
 from memory.lifecycle import version_activate, version_fail_checks
 from memory.models import MemoryVersion, Status
 from memory.selectors import current_policy, resolver_policy
@@ -79,12 +80,13 @@ def record_many(runs: list[Checked], run: str) -> list[list[CheckResult]]:
             )
         )
     if rows:
-        CheckResult.objects.bulk_create(
-            list(rows.values()),
-            update_conflicts=True,
-            unique_fields=["version", "run", "scenario_key", "policy_version"],
-            update_fields=["scenario", "generated", "outcome", "detail", "impact", "ran_at"],
-        )
+        with bound_on_server():
+            CheckResult.objects.bulk_create(
+                list(rows.values()),
+                update_conflicts=True,
+                unique_fields=["version", "run", "scenario_key", "policy_version"],
+                update_fields=["scenario", "generated", "outcome", "detail", "impact", "ran_at"],
+            )
     if runs:
         audit_append_many(tenant=runs[0][0].tenant, events=events)
     return per_version

@@ -11,6 +11,7 @@ from django.utils import timezone
 from audit.chain import event_hash
 from audit.models import AuditChainHead, AuditEvent
 from core.models import Tenant
+from core.sql import bound_on_server
 
 
 def audit_append(
@@ -86,11 +87,11 @@ def audit_append_many(*, tenant: Tenant, events: list[AuditEntry]) -> list[Audit
             )
         )
         prev = digest
-    created = (
-        AuditEvent.objects.bulk_create(rows, batch_size=1000)
-        if len(rows) > 1
-        else [_create(rows[0])]
-    )
+    if len(rows) > 1:
+        with bound_on_server():  # each column one array, sent in binary
+            created = AuditEvent.objects.bulk_create(rows, batch_size=1000)
+    else:
+        created = [_create(rows[0])]
     head.last_seq = seq
     head.last_hash = prev
     head.save(update_fields=["last_seq", "last_hash"])

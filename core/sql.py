@@ -14,8 +14,9 @@ import orjson
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from psycopg import postgres
-from psycopg.adapt import Buffer, Loader
+from psycopg.adapt import AdaptersMap, Buffer, Loader
 from psycopg.pq import Format
+from psycopg.types.array import ListBinaryDumper
 
 
 @cache
@@ -57,6 +58,36 @@ def prepared_cursor() -> Iterator[Any]:
         yield cursor
     finally:
         _kept.in_use = False
+
+
+@contextmanager
+def bound_on_server() -> Iterator[None]:
+    """On PostgreSQL, Django's own statements in this block bind their parameters on the
+    server. A bulk insert sends each column as one array (``UNNEST``), which a client-
+    binding cursor writes out value by value, escaping every quote of every JSON value
+    with a regular expression: over a fifth of a revalidation chunk's CPU. Bound on the
+    server, psycopg sends the arrays in binary. Elsewhere (SQLite) nothing changes."""
+    django: Any = connections[DEFAULT_DB_ALIAS]
+    if django.vendor != "postgresql":
+        yield
+        return
+    django.ensure_connection()
+    connection = django.connection
+    made_by, connection.cursor_factory = connection.cursor_factory, _BinaryArraysCursor
+    try:
+        yield
+    finally:
+        connection.cursor_factory = made_by
+
+
+class _BinaryArraysCursor(ServerBindingCursor):
+    """Lists in binary, their elements too: an array is then lengths and bytes, where
+    the text format escapes each quote of each text or JSON value."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        adapters: AdaptersMap = self.adapters  # type: ignore[attr-defined]  # psycopg's Cursor
+        adapters.register_dumper(list, ListBinaryDumper)
 
 
 class _KeptCursor(threading.local):
