@@ -188,14 +188,14 @@ def _prefetch(versions: Sequence[MemoryVersion]) -> dict[tuple[Any, ...], Any]:
         .annotate(item_id=F("version__item_id"), number=F("version__number"))
         .order_by("pk")
     )
-    actives = list(
-        MemoryVersion.objects.filter(
-            tenant_id__in={v.tenant_id for v in versions},
-            subject_id__in={v.subject_id for v in versions if v.subject_id is not None},
-            field__in={v.field for v in versions},
-            status=Status.ACTIVE,
-        ).order_by("item_id")
-    )
+    actives: dict[tuple[int, Any, str], list[MemoryVersion]] = {}
+    for active in MemoryVersion.objects.filter(
+        tenant_id__in={v.tenant_id for v in versions},
+        subject_id__in={v.subject_id for v in versions if v.subject_id is not None},
+        field__in={v.field for v in versions},
+        status=Status.ACTIVE,
+    ).order_by("item_id"):
+        actives.setdefault((active.tenant_id, active.subject_id, active.field), []).append(active)
     pools = _pools(versions)
     for v in versions:
         memo[("labels", v.pk)] = _label_sets(v, visibility)
@@ -204,9 +204,8 @@ def _prefetch(versions: Sequence[MemoryVersion]) -> dict[tuple[Any, ...], Any]:
         ]
         memo[("regression", v.pk)] = [
             o
-            for o in actives
-            if (o.tenant_id, o.subject_id, o.field) == (v.tenant_id, v.subject_id, v.field)
-            and o.item_id != v.item_id
+            for o in actives.get((v.tenant_id, v.subject_id, v.field), ())
+            if o.item_id != v.item_id
         ]
         memo[("pool", v.pk)] = pools.get((v.tenant_id, str(v.subject_id), v.field))
     return memo

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import orjson
-from django.db import connection
 from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -320,8 +319,8 @@ def _pool_rows(
         'FROM "memory_memoryversion" v '
         f'WHERE v."tenant_id" = %s AND {where}'
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*_OPEN, tenant_id, *params])
+    with prepared_cursor() as cursor:  # its instants and JSON decoded by compiled loaders
+        cursor.execute(one_text(sql), [*_OPEN, tenant_id, *params])
         fetched = cursor.fetchall()
     return [(str(raw[-1]), (_decoded(raw[:-2]), frozenset(raw[-2]))) for raw in fetched]
 
