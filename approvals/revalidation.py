@@ -149,6 +149,12 @@ def revalidation_resume_stalled(*, stalled_after: timedelta) -> list[str]:
     return resumed
 
 
+# A chunk reads and writes the job's progress only. Its list of versions (fixed at the
+# start; tens of thousands of ids) was decoded twice and written back whole per chunk.
+_LIST_FIELDS = ("version_ids",)
+_PROGRESS_FIELDS = ("done", "failed", "flagged", "progress_at", "status", "finished_at")
+
+
 def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
@@ -161,7 +167,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     versions after it are checked without it, as one-by-one commits would check them.
     Whatever was evaluated before an error is still committed; a chunk redelivered after
     a crash skips exactly the versions already counted."""
-    job = Revalidation.objects.select_related("tenant").get(pk=job_id)
+    job = Revalidation.objects.select_related("tenant").defer(*_LIST_FIELDS).get(pk=job_id)
     suspends = job.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND
     done = _rechecked_ids(job, version_ids)
     versions = [
@@ -263,6 +269,7 @@ def _record_and_count(job_id: str, evaluated: list[checking.Checked]) -> None:
         job = (
             Revalidation.objects.select_for_update(of=("self",), no_key=True)
             .select_related("tenant")
+            .defer(*_LIST_FIELDS)
             .get(pk=job_id)
         )
         # A concurrent delivery of the same chunk may have counted some meanwhile.
@@ -280,7 +287,7 @@ def _record_and_count(job_id: str, evaluated: list[checking.Checked]) -> None:
             job.failed += len(failing)
             job.flagged = sorted({*job.flagged, *failing})
         _finish_if_done(job)
-        job.save()
+        job.save(update_fields=_PROGRESS_FIELDS)
         if failing:
             outbox_write(
                 kind=REVALIDATION_FAILURES,
