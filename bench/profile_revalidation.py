@@ -19,16 +19,18 @@ import argparse
 import cProfile
 import os
 import pstats
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from bench.revalidation_bench import _copy_database, _drop_database, _size_url
-
-ROOT = Path(__file__).resolve().parent.parent
+from bench.generate import SIZES
+from bench.revalidation_bench import (
+    _drop_database,
+    _size_url,
+    busiest_tenant_flagging,
+    django_on_copy,
+)
 
 
 def _timed(owner: Any, name: str, label: str, spent: dict[str, list[float]]) -> None:
@@ -53,45 +55,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=int, default=0, help="print the top N functions")
     args = parser.parse_args(argv)
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench")
-    source, copy = _size_url(base, "100k"), _size_url(base, "revprof")
-    _copy_database(source, copy)
-    os.environ.update(
-        DATABASE_URL=copy,
-        DJANGO_SETTINGS_MODULE="config.settings",
-        SECRET_KEY=os.environ.get("SECRET_KEY", "bench-only-secret-key"),
-        LOG_LEVEL="WARNING",
-        EMAIL_URL="dummy://",
-    )
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    copy = django_on_copy(_size_url(base, "100k"), _size_url(base, "revprof"), SIZES["100k"])
+    tenant = busiest_tenant_flagging()
     from django.db import connections
-    from django.db.models import Count, QuerySet
+    from django.db.models import QuerySet
     from django.utils import timezone
 
     from approvals import checking, revalidation
     from approvals.models import Revalidation
-    from core.models import Tenant
     from memory.models import MemoryVersion
 
-    busiest = (
-        MemoryVersion.objects.filter(status="active")
-        .values("tenant_id")
-        .annotate(active=Count("id"))
-        .order_by("-active")
-        .first()
-    )
-    assert busiest is not None
-    Tenant.objects.filter(pk=busiest["tenant_id"]).update(revalidation_failure="flag")
     ids = list(
-        MemoryVersion.objects.filter(tenant_id=busiest["tenant_id"], status="active")
+        MemoryVersion.objects.filter(tenant=tenant, status="active")
         .order_by("pk")
         .values_list("pk", flat=True)
     )
     now = timezone.now()
     job = Revalidation.objects.create(
-        tenant_id=busiest["tenant_id"],
+        tenant=tenant,
         reason="bench: profile",
         policy_version="1",
         total=len(ids),

@@ -148,17 +148,12 @@ def revalidate(tenant: Any, concurrency: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", default="100k", help="the generated database to copy")
-    parser.add_argument("--sample", type=int, default=100, help="items timed for gate checks")
-    parser.add_argument("--concurrency", type=int, default=2, help="worker pool processes")
-    args = parser.parse_args()
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench")
-    source, copy = _size_url(base, args.size), _size_url(base, "reval")
+def django_on_copy(source: str, copy: str, versions: int) -> str:
+    """``bench.generate``'s data at ``source`` (generated when missing) copied to ``copy``,
+    which Django is then set up on; the copy's URL."""
     from bench.resolve_bench import prepare
 
-    prepare(source, SIZES[args.size], regenerate=False)
+    prepare(source, versions, regenerate=False)
     _copy_database(source, copy)
     os.environ.update(
         DATABASE_URL=copy,
@@ -171,6 +166,12 @@ def main() -> None:
 
     sys.path.insert(0, str(ROOT))
     django.setup()
+    return copy
+
+
+def busiest_tenant_flagging() -> Any:
+    """The tenant with the most active versions, set to ``flag``: its failures are listed,
+    not suspended, so every run rechecks the same versions."""
     from django.db.models import Count
 
     from core.models import Tenant
@@ -184,9 +185,20 @@ def main() -> None:
         .first()
     )
     assert busiest is not None
-    tenant = Tenant.objects.get(pk=busiest["tenant_id"])
-    Tenant.objects.filter(pk=tenant.pk).update(revalidation_failure="flag")
-    tenant.refresh_from_db()
+    Tenant.objects.filter(pk=busiest["tenant_id"]).update(revalidation_failure="flag")
+    return Tenant.objects.get(pk=busiest["tenant_id"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", default="100k", help="the generated database to copy")
+    parser.add_argument("--sample", type=int, default=100, help="items timed for gate checks")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker pool processes")
+    args = parser.parse_args()
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench")
+    source = _size_url(base, args.size)
+    copy = django_on_copy(source, _size_url(base, "reval"), SIZES[args.size])
+    tenant = busiest_tenant_flagging()
     load_before = os.getloadavg()
     print(f"  gate checks of {args.sample} items …", flush=True)
     gate = gate_checks(tenant, args.sample)
