@@ -11,7 +11,8 @@ Each piece runs in its own process under ``valgrind --tool=callgrind`` (Debian p
 ``valgrind``), which counts only what happens inside ``functools.reduce``: the measured
 loop, after Django has started and 50 warm-up calls. Pieces: ``full`` (``POST
 /api/v1/resolve`` through the WSGI application, cache off), ``warm`` (the same with the
-cache on, every answer cached by the warm-up), ``floor`` (``GET /floor``),
+cache on, every answer cached by the warm-up), ``floor`` (``GET /floor``), ``checks``
+(``/floor/checks``, cache on: the floor plus the round trip a warm resolve needs),
 and parts of a resolve on their own: ``decide``, ``candidate_rows``, ``to_candidate``,
 ``resolver``, ``body``, ``key``. Printed as instructions per call, and written to
 ``bench/results/instructions-<date>.json``. ``--tree`` measures another checkout (a
@@ -42,6 +43,7 @@ PIECES = (
     "full",
     "warm",
     "floor",
+    "checks",
     "decide",
     "candidate_rows",
     "to_candidate",
@@ -126,6 +128,7 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
         "full": resolve,
         "warm": resolve,  # the same request, in a process with the cache on (``child``)
         "floor": lambda i: http("/floor", b"", None),
+        "checks": lambda i: http("/floor/checks", b"", manifest["key"]),
         "decide": lambda i: resolution.decide(principal, asked[i % count], now, key_check),
         "candidate_rows": lambda i: candidates.candidate_rows(requests[i % count]),
         "to_candidate": lambda i: [
@@ -141,7 +144,7 @@ def child(piece: str, calls: int) -> None:
     """Under callgrind: warm up, then the counted loop inside ``functools.reduce``. A warm
     count holds only if every counted call was a hit: an entry ends at its candidates'
     next change or after a minute, which a slow valgrind run can outlast."""
-    call = _pieces(cache_on=piece == "warm")[piece]
+    call = _pieces(cache_on=piece in ("warm", "checks"))[piece]
     from memory import cache  # after _pieces: importing it first settles Django's settings
 
     for i in range(max(WARM_UP, calls)):  # a warm resolve's entries stored
