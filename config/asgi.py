@@ -8,10 +8,13 @@ from typing import cast
 from django.core.asgi import get_asgi_application
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from config.processes import favour_throughput
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # A request's sync code runs in a thread of its own here: pooled connections, not
 # persistent ones (config/settings.py).
 os.environ.setdefault("MEMGOV_DB_POOL", "true")
+favour_throughput()  # before the threads that run sync code start: they inherit it
 # Sets Django up before the MCP app loads; its handler is a plain ASGI app (stubs are narrower).
 django_application = cast("ASGIApp", get_asgi_application())
 

@@ -18,6 +18,8 @@ worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.workers.MemgovUvi
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
+# The workers' request threads run under SCHED_BATCH (config/processes.py, set when the
+# application loads in each worker; MEMGOV_WEB_SCHED_BATCH=false keeps Linux's default).
 max_requests = 10000
 max_requests_jitter = 1000
 # Memgov logs one JSON line per request itself (config.logs); gunicorn's access log would
