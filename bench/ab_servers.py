@@ -8,12 +8,14 @@ before; B, after) each served by its own gunicorn, driven in turn by the same wr
 
 Both servers run this checkout's virtualenv on ``<DATABASE_URL>_100k`` (``bench.generate``'s
 data, as ``bench.cache_bench`` uses it), gthread 2 workers x 4 threads, with the resolve
-cache on unless ``--cache-off``. Each round drives A, then B (the probes asked once just
-before, so a warm run finds its entries), then the floor on A. The median round of
-each is printed with the CPU per request (``/proc``) of the web workers, and of
-PostgreSQL and Redis (every process of each on this machine: run nothing else on them).
-On a noisy host the rounds move together, so the A/B within a round means more than a
-figure on its own.
+cache on unless ``--cache-off``. Each round drives each tree's floor and then its resolve
+(the probes asked once just before, so a warm run finds its entries), A first in odd
+rounds and B first in even ones. The median round of each is printed with the CPU per
+request (``/proc``) of the web workers, and of PostgreSQL and Redis (every process of each
+on this machine: run nothing else on them), the web workers' involuntary context switches
+per request, and each tree's resolve/floor: the median of its rounds' own ratios, as
+``bench.cache_bench`` judges the warm target. On a noisy host the rounds move together, so
+the A/B within a round means more than a figure on its own.
 """
 
 from __future__ import annotations
@@ -64,12 +66,28 @@ def _cpu_of(pids: list[str]) -> float:
     return total
 
 
+def _involuntary_switches(server: subprocess.Popen[bytes]) -> int:
+    """Times the kernel has taken a CPU from a thread of the server's workers so far."""
+    total = 0
+    for pid in _pgrep("-P", str(server.pid)):
+        for status in Path(f"/proc/{pid}/task").glob("*/status"):
+            try:
+                lines = status.read_text().splitlines()
+            except OSError:  # a thread that ended meanwhile
+                continue
+            total += sum(
+                int(line.split()[1]) for line in lines if line.startswith("nonvoluntary_ctxt")
+            )
+    return total
+
+
 def _drive(
     base: str, server: subprocess.Popen[bytes], path: str, bodies: list[str], key: str, args: Any
 ) -> tuple[float, dict[str, float]]:
-    """Requests/s, and the CPU milliseconds per request of the web workers, PostgreSQL
-    and Redis."""
+    """Requests/s, and per request the CPU milliseconds of the web workers, PostgreSQL and
+    Redis, and the web workers' involuntary context switches."""
     before, services = _cpu_seconds(server), _services_cpu_seconds()
+    switches = _involuntary_switches(server)
     result = load(base, path, bodies, key, args.concurrency, args.seconds)
     if result["non_2xx"]:
         raise SystemExit(f"{path}: {result['non_2xx']} answers that were not 2xx")
@@ -77,6 +95,7 @@ def _drive(
     spent = {"web": (_cpu_seconds(server) - before) * 1000 / count}
     for label, seconds in _services_cpu_seconds().items():
         spent[label] = (seconds - services[label]) * 1000 / count
+    spent["switches"] = (_involuntary_switches(server) - switches) / count
     return result["rps"], spent
 
 
@@ -92,7 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     url = _size_url(os.environ.get("DATABASE_URL", "postgres:///memgov_bench"), SIZE)
     key, bodies, _ = workload(url)
     cache = not args.cache_off
-    runs: dict[str, list[tuple[float, dict[str, float]]]] = {"A": [], "B": [], "floor (A)": []}
+    runs: dict[str, list[tuple[float, dict[str, float]]]] = {
+        name: [] for name in ("A", "B", "floor (A)", "floor (B)")
+    }
     with ExitStack() as stack:
         servers = {
             name: stack.enter_context(serving(url, cache, 4, root.resolve()))
@@ -100,13 +121,13 @@ def main(argv: list[str] | None = None) -> None:
         }
         for base, _ in servers.values():
             warm(base, bodies, key)
-        for _ in range(args.rounds):
-            for name, (base, server) in servers.items():
+        for number in range(args.rounds):
+            for name in ("A", "B") if number % 2 == 0 else ("B", "A"):
+                base, server = servers[name]
+                runs[f"floor ({name})"].append(_drive(base, server, "/floor", [], key, args))
                 if cache:
                     warm(base, bodies, key)  # an entry lives at most a minute
                 runs[name].append(_drive(base, server, "/api/v1/resolve", bodies, key, args))
-            base, server = servers["A"]
-            runs["floor (A)"].append(_drive(base, server, "/floor", [], key, args))
     print(
         f"resolve, cache {'on' if cache else 'off'}, {args.concurrency} clients, "
         f"{args.rounds} rounds of {args.seconds} s, load average {os.getloadavg()[0]:.2f}"
@@ -114,10 +135,19 @@ def main(argv: list[str] | None = None) -> None:
     for name, results in runs.items():
         rps = [round(r) for r, _ in results]
         cpu = {part: statistics.median(c[part] for _, c in results) for part in results[0][1]}
+        switches = cpu.pop("switches")
         print(
             f"{name:10s} req/s median {statistics.median(rps):7.0f} (rounds {rps}), CPU ms a "
-            f"request (median): " + ", ".join(f"{part} {ms:.3f}" for part, ms in cpu.items())
+            f"request (median): "
+            + ", ".join(f"{part} {ms:.3f}" for part, ms in cpu.items())
+            + f"; involuntary switches a request {switches:.2f}"
         )
+    for name in ("A", "B"):
+        ratios = [
+            round(rps / floor, 3)
+            for (rps, _), (floor, _) in zip(runs[name], runs[f"floor ({name})"], strict=True)
+        ]
+        print(f"{name} resolve/floor median {statistics.median(ratios):.3f} (rounds {ratios})")
 
 
 if __name__ == "__main__":
