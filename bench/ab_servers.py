@@ -83,7 +83,7 @@ def _involuntary_switches(server: subprocess.Popen[bytes]) -> int:
 
 def _drive(
     base: str, server: subprocess.Popen[bytes], path: str, bodies: list[str], key: str, args: Any
-) -> tuple[float, dict[str, float]]:
+) -> tuple[float, dict[str, float], float]:
     """Requests/s, and per request the CPU milliseconds of the web workers, PostgreSQL and
     Redis, and the web workers' involuntary context switches."""
     before, services = _cpu_seconds(server), _services_cpu_seconds()
@@ -95,8 +95,7 @@ def _drive(
     spent = {"web": (_cpu_seconds(server) - before) * 1000 / count}
     for label, seconds in _services_cpu_seconds().items():
         spent[label] = (seconds - services[label]) * 1000 / count
-    spent["switches"] = (_involuntary_switches(server) - switches) / count
-    return result["rps"], spent
+    return result["rps"], spent, (_involuntary_switches(server) - switches) / count
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -111,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     url = _size_url(os.environ.get("DATABASE_URL", "postgres:///memgov_bench"), SIZE)
     key, bodies, _ = workload(url)
     cache = not args.cache_off
-    runs: dict[str, list[tuple[float, dict[str, float]]]] = {
+    runs: dict[str, list[tuple[float, dict[str, float], float]]] = {
         name: [] for name in ("A", "B", "floor (A)", "floor (B)")
     }
     with ExitStack() as stack:
@@ -133,9 +132,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.rounds} rounds of {args.seconds} s, load average {os.getloadavg()[0]:.2f}"
     )
     for name, results in runs.items():
-        rps = [round(r) for r, _ in results]
-        cpu = {part: statistics.median(c[part] for _, c in results) for part in results[0][1]}
-        switches = cpu.pop("switches")
+        rps = [round(r) for r, _, _ in results]
+        cpu = {part: statistics.median(c[part] for _, c, _ in results) for part in results[0][1]}
+        switches = statistics.median(s for _, _, s in results)
         print(
             f"{name:10s} req/s median {statistics.median(rps):7.0f} (rounds {rps}), CPU ms a "
             f"request (median): "
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("A", "B"):
         ratios = [
             round(rps / floor, 3)
-            for (rps, _), (floor, _) in zip(runs[name], runs[f"floor ({name})"], strict=True)
+            for (rps, _, _), (floor, _, _) in zip(runs[name], runs[f"floor ({name})"], strict=True)
         ]
         print(f"{name} resolve/floor median {statistics.median(ratios):.3f} (rounds {ratios})")
 
