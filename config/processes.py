@@ -1,10 +1,20 @@
-"""How Linux schedules the web server's threads (``config.wsgi``, ``config.asgi``)."""
+"""The web server's threads (``config.wsgi``, ``config.asgi``): how many, and how Linux
+schedules them."""
 
 from __future__ import annotations
 
 import os
 
-from config.env import env_bool
+from config.env import env_bool, env_int
+
+# Requests whose Django code runs at once in one ASGI worker process, each in a thread kept
+# for it (``config.asgi``); PostgreSQL's pool of that process is as large by default.
+WEB_THREADS = 8
+
+
+def web_threads() -> int:
+    """``MEMGOV_WEB_THREADS``, at least one."""
+    return max(1, env_int("MEMGOV_WEB_THREADS", WEB_THREADS))
 
 
 def favour_throughput() -> None:

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
 from config.logs import logging_config
+from config.processes import web_threads
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
@@ -96,15 +97,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif env_bool("MEMGOV_DB_POOL", default=False):
-    # Under ASGI (config/asgi.py turns this on) Django runs each request's sync code in a
-    # thread of its own, so persistent connections pile up one per request until
-    # PostgreSQL refuses more; Django's documentation says to use the driver's pool
-    # instead. Connections go back to the pool at the end of each request and keep their
-    # prepared statements (core.sql).
+    # Under ASGI (config/asgi.py turns this on) Django's documentation says to use the
+    # driver's pool rather than persistent connections (Django's own handler started a
+    # thread per request, and its connections piled up until PostgreSQL refused more).
+    # Connections go back to the pool at the end of each request and keep their prepared
+    # statements (core.sql); one for each request thread (MEMGOV_WEB_THREADS) by default.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
-        "max_size": env_int("MEMGOV_DB_POOL_SIZE", 8),
+        "max_size": env_int("MEMGOV_DB_POOL_SIZE", web_threads()),
         "timeout": 10,
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
