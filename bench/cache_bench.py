@@ -80,10 +80,12 @@ def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
 
 @contextmanager
 def serving(
-    url: str, cache: bool, threads: int, root: Path = ROOT
+    url: str, cache: bool, threads: int, root: Path = ROOT, asgi: bool = False
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """gunicorn with 2 workers on the source tree at ``root`` (``python -m`` puts that tree
-    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv)."""
+    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv): gthread
+    workers on ``config.wsgi``, or with ``asgi`` the production web role as deployed
+    (``deploy/gunicorn.conf.py``: uvicorn workers on ``config.asgi``)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -95,10 +97,15 @@ def serving(
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
     }
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
-    command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]
-    if threads > 1:  # while one request waits on PostgreSQL or Redis, another runs
-        command += ["--worker-class=gthread", f"--threads={threads}", "--keep-alive=30"]
+    if asgi:
+        env |= {"GUNICORN_WORKERS": "2", "GUNICORN_BIND": f"127.0.0.1:{port}"}
+        command = [sys.executable, "-m", "gunicorn", "config.asgi:application"]
+        command += ["-c", "deploy/gunicorn.conf.py", "--log-level=warning"]
+    else:
+        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
+        command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]
+        if threads > 1:  # while one request waits on PostgreSQL or Redis, another runs
+            command += ["--worker-class=gthread", f"--threads={threads}", "--keep-alive=30"]
     process = subprocess.Popen(command, cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
