@@ -15,8 +15,8 @@ entries), A first in odd rounds and B first in even ones. The median round of ea
 printed with the CPU per request (``/proc``) of the web workers, and of PostgreSQL and
 Redis (every process of each on this machine: run nothing else on them), the web workers'
 involuntary context switches per request, and each tree's resolve/floor: the median of its
-rounds' own ratios, as ``bench.cache_bench`` judges the warm target. On a noisy host the rounds move together, so
-the A/B within a round means more than a figure on its own.
+rounds' own ratios, as ``bench.cache_bench`` judges the warm target. On a noisy host the
+rounds move together, so the A/B within a round means more than a figure on its own.
 """
 
 from __future__ import annotations
