@@ -2,6 +2,7 @@
 ``/mcp`` (``agent_mcp``) and Django for everything else."""
 
 import asyncio
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
@@ -9,9 +10,12 @@ from typing import Any, cast
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse
 from django.http.response import HttpResponseBase
+from django.urls import set_script_prefix
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from config.processes import favour_throughput, web_threads
@@ -56,8 +60,63 @@ class OneHopASGIHandler(ASGIHandler):
         finally:
             self._idle.put_nowait(executor)
 
-    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
-        response: HttpResponseBase = await sync_to_async(self.get_response)(request)
+    async def handle(self, scope: Any, receive: Any, send: Any) -> None:
+        """Django's ``handle`` with its hops to the request's thread made one: the
+        ``request_started`` signal, the request, the response and, unless it is streamed,
+        its ``close`` (``request_finished``: the connection back to the pool) run there in
+        WSGI's order, and the answer is sent after. As under WSGI, a request whose body
+        has arrived is carried out even if its client leaves meanwhile (nothing is sent
+        then); Django's own handler could cancel it before its view started."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+
+        async def answer() -> HttpResponseBase:
+            response: HttpResponseBase = await sync_to_async(self._answer)(scope, body_file)
+            with contextlib.suppress(asyncio.CancelledError):  # gone while it was sent
+                await self.send_response(response, send)
+            return response
+
+        answering = asyncio.create_task(answer())
+        tasks = [asyncio.create_task(self.listen_for_disconnect(receive)), answering]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            response = answering.result()
+        except asyncio.CancelledError:
+            await signals.request_finished.asend(sender=self.__class__)
+        else:
+            if response.streaming:
+                await sync_to_async(response.close)()
+        body_file.close()
+
+    def _answer(self, scope: Any, body_file: Any) -> HttpResponseBase:
+        """What ``WSGIHandler.__call__`` does for a request, in the request's thread."""
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, refused = self.create_request(scope, body_file)
+        if request is None:
+            response = cast("HttpResponseBase", refused)
+        else:
+            response = self.get_response(request)
+            response._handler_class = self.__class__  # type: ignore[attr-defined]  # Django's
+            if isinstance(response, FileResponse):  # ASGI servers chunk it themselves
+                response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()
         return response
 
 

@@ -1,6 +1,7 @@
-"""Under ASGI (the production web role) a request's middleware and view run in one hop to
-one of a few threads kept for requests (``config.asgi.OneHopASGIHandler``), not back and
-forth between the event loop and a thread started for each request."""
+"""Under ASGI (the production web role) a request's signals, middleware and view run in
+one hop to one of a few threads kept for requests (``config.asgi.OneHopASGIHandler``), in
+WSGI's order, not back and forth between the event loop and a thread started for each
+request."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.http import HttpRequest, HttpResponse
+from django.core import signals
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.test import override_settings
 from django.urls import path
 from django.utils.deprecation import MiddlewareMixin
@@ -45,14 +47,40 @@ def held(request: HttpRequest) -> HttpResponse:
     return HttpResponse(b"released")
 
 
-urlpatterns = [path("answer", answer), path("held", held)]
+def streamed(request: HttpRequest) -> StreamingHttpResponse:
+    def parts() -> Any:
+        for part in (b"one ", b"two"):
+            seen.append(("streamed", threading.current_thread().name))
+            yield part
+
+    return StreamingHttpResponse(parts())
+
+
+def _started(sender: Any, **kwargs: Any) -> None:
+    seen.append(("started", threading.current_thread().name))
+
+
+def _finished(sender: Any, **kwargs: Any) -> None:
+    seen.append(("finished", threading.current_thread().name))
+
+
+urlpatterns = [path("answer", answer), path("held", held), path("streamed", streamed)]
 
 
 @pytest.fixture(autouse=True)
-def _clean(settings: Any) -> None:
+def _clean(settings: Any) -> Any:
     settings.ROOT_URLCONF = __name__
     seen.clear()
     released.clear()
+    signals.request_started.connect(_started)
+    signals.request_finished.connect(_finished)
+    yield
+    signals.request_started.disconnect(_started)
+    signals.request_finished.disconnect(_finished)
+
+
+def _steps(*only: str) -> list[str]:
+    return [step for step, _ in seen if not only or step in only]
 
 
 def _handler(threads: int) -> OneHopASGIHandler:
@@ -61,7 +89,9 @@ def _handler(threads: int) -> OneHopASGIHandler:
         return OneHopASGIHandler(threads=threads)
 
 
-async def _get(handler: OneHopASGIHandler, route: str) -> tuple[int, bytes]:
+async def _get(
+    handler: OneHopASGIHandler, route: str, *, leaves: bool = False
+) -> tuple[int, bytes] | None:
     scope = {"type": "http", "method": "GET", "path": route, "headers": [], "query_string": b""}
     sent: list[dict[str, Any]] = []
     delivered = False
@@ -71,13 +101,18 @@ async def _get(handler: OneHopASGIHandler, route: str) -> tuple[int, bytes]:
         if not delivered:
             delivered = True
             return {"type": "http.request", "body": b"", "more_body": False}
+        if leaves:
+            return {"type": "http.disconnect"}
         await asyncio.sleep(3600)  # no disconnect: the client waits for its answer
         raise AssertionError("unreachable")
 
     async def send(message: dict[str, Any]) -> None:
+        seen.append(("sent", message["type"]))
         sent.append(message)
 
     await handler(scope, receive, send)
+    if not sent:
+        return None
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return sent[0]["status"], body
 
@@ -94,10 +129,30 @@ def test_a_request_runs_its_middleware_and_view_in_one_kept_thread():
 
     assert not asyncio.iscoroutinefunction(handler._middleware_chain)  # type: ignore[attr-defined]
     assert _run(lambda: _get(handler, "/answer")) == (200, b"ok")
-    assert [step for step, _ in seen] == ["request", "view", "response"]
-    threads = {name for _, name in seen}
+    assert _steps() == ["started", "request", "view", "response", "finished", "sent", "sent"]
+    threads = {name for step, name in seen if step != "sent"}
     assert len(threads) == 1
     assert threads.pop().startswith("django-request-")
+
+
+def test_a_streamed_answer_is_read_in_the_thread_that_made_it_and_closed_after():
+    handler = _handler(threads=2)
+
+    assert _run(lambda: _get(handler, "/streamed")) == (200, b"one two")
+    steps = _steps()
+    assert steps[:4] == ["started", "request", "response", "sent"]
+    assert steps[-1] == "finished"
+    assert _steps("streamed") == ["streamed", "streamed"]
+    assert len({name for step, name in seen if step != "sent"}) == 1
+
+
+def test_a_client_that_leaves_gets_nothing_and_its_request_still_finishes():
+    handler = _handler(threads=1)
+    threading.Timer(0.3, released.set).start()  # the view ends after the client left
+
+    assert _run(lambda: _get(handler, "/held", leaves=True)) is None
+    assert "sent" not in _steps()
+    assert _steps("held", "finished")[:2] == ["held", "finished"]
 
 
 def test_the_thread_that_finished_last_takes_the_next_request():
@@ -108,23 +163,24 @@ def test_the_thread_that_finished_last_takes_the_next_request():
             await _get(handler, "/answer")
 
     _run(one_after_another)
+    assert _steps("view") == ["view"] * 3
     assert len({name for step, name in seen if step == "view"}) == 1
 
 
 def test_a_request_waits_while_every_kept_thread_is_busy():
     handler = _handler(threads=1)
 
-    async def two_at_once() -> list[tuple[int, bytes]]:
+    async def two_at_once() -> list[tuple[int, bytes] | None]:
         first = asyncio.create_task(_get(handler, "/held"))
-        while not seen:  # the first request holds the only thread
+        while not _steps("held"):  # the first request holds the only thread
             await asyncio.sleep(0.01)
         second = asyncio.create_task(_get(handler, "/answer"))
         await asyncio.sleep(0.2)
-        waited = [step for step, _ in seen if step == "view"] == []
+        waited = _steps("view") == []
         released.set()
         answers = [await first, await second]
         assert waited, "the second request ran while the only thread was busy"
         return answers
 
     assert _run(two_at_once) == [(200, b"released"), (200, b"ok")]
-    assert len({name for _, name in seen}) == 1
+    assert len({name for step, name in seen if step != "sent"}) == 1
