@@ -4,6 +4,7 @@
 import asyncio
 import contextlib
 import os
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from typing import Any, cast
@@ -13,7 +14,7 @@ from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.http import FileResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import set_script_prefix
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -64,7 +65,9 @@ class OneHopASGIHandler(ASGIHandler):
         """Django's ``handle`` with its hops to the request's thread made one: the
         ``request_started`` signal, the request, the response and, unless it is streamed,
         its ``close`` (``request_finished``: the connection back to the pool) run there in
-        WSGI's order, and the answer is sent after. As under WSGI, a request whose body
+        WSGI's order, and the answer is sent after, a streamed one part by part as its
+        thread reads them (Django reads such a stream whole before sending any of it, an
+        export or a static file held in memory). As under WSGI, a request whose body
         has arrived is carried out even if its client leaves meanwhile (nothing is sent
         then); Django's own handler could cancel it before its view started."""
         try:
@@ -74,6 +77,9 @@ class OneHopASGIHandler(ASGIHandler):
 
         async def answer() -> HttpResponseBase:
             response: HttpResponseBase = await sync_to_async(self._answer)(scope, body_file)
+            if isinstance(response, StreamingHttpResponse) and not response.is_async:
+                parts = cast("Iterator[bytes]", response.streaming_content)
+                response.streaming_content = _read_in_its_thread(parts)
             with contextlib.suppress(asyncio.CancelledError):  # gone while it was sent
                 await self.send_response(response, send)
             return response
@@ -118,6 +124,17 @@ class OneHopASGIHandler(ASGIHandler):
         if not response.streaming:
             response.close()
         return response
+
+
+_END = object()
+
+
+async def _read_in_its_thread(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """A sync stream's parts one at a time, each read in the request's thread (the
+    ``ThreadSensitiveContext`` it runs in), as the server sends them."""
+    following = sync_to_async(lambda: next(parts, _END))
+    while (part := await following()) is not _END:
+        yield part  # type: ignore[misc]  # not _END: bytes
 
 
 # Sets Django up before the MCP app loads (as ``get_asgi_application`` does); its handler is
