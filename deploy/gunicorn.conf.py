@@ -12,9 +12,10 @@ from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-# uvicorn in every worker process (config.workers): one event loop per worker serves the
-# site and the MCP server at /mcp; a request's Django code runs in one hop to one of
-# MEMGOV_WEB_THREADS (default 8) threads kept for requests (config.asgi.OneHopASGIHandler).
+# uvicorn in every worker process (config.workers): one event loop per worker (uvloop, with
+# httptools parsing HTTP) serves the site and the MCP server at /mcp; a request's Django
+# code runs in one hop to one of MEMGOV_WEB_THREADS (default 8) threads kept for requests
+# (config.asgi.OneHopASGIHandler).
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.workers.MemgovUvicornWorker")
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
