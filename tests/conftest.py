@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +48,11 @@ def needs(service: str) -> pytest.MarkDecorator:
         mark: pytest.MarkDecorator = getattr(pytest.mark, service)
         return mark
     return pytest.mark.skipif(not present, reason=f"needs {service} (set DATABASE_URL/REDIS_URL)")
+
+
+def child_processes(pid: int) -> list[int]:
+    """The processes ``pid`` started (a server's workers, a worker's pool), from /proc."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 @receiver(connection_created)

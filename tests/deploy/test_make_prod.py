@@ -26,7 +26,7 @@ from audit.models import AuditEvent
 from config.celery import app as celery_app
 from memory.lifecycle import activation_lock_key
 from memory.models import MemoryVersion, Status
-from tests.conftest import World, iso, later, needs
+from tests.conftest import World, child_processes, iso, later, needs
 from tests.deploy.support import ROOT
 from tests.integration.test_workflow_worker import _test_database_url
 
@@ -111,8 +111,7 @@ class Prod:
 
 
 def _descendants(pid: int) -> list[int]:
-    children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [d for child in children for d in (child, *_descendants(child))]
+    return [d for child in child_processes(pid) for d in (child, *_descendants(child))]
 
 
 def _forget_queued_tasks() -> None:

@@ -35,7 +35,7 @@ from core.models import Outbox
 from memory.models import Status
 from tests.approvals.support import Flow, head
 from tests.approvals.test_correction_goes_live import ORDER_A, address_fact, correct_with_new_record
-from tests.conftest import World, needs
+from tests.conftest import World, child_processes, needs
 from tests.integration.slow_worker import PAUSED
 
 pytestmark = [
@@ -230,11 +230,6 @@ def test_a_worker_killed_in_the_middle_of_a_gate_run_is_finished_by_the_sweeper(
     assert flow.resolved_ids(P9) == [memory["id"]]
 
 
-def _children(pid: int) -> list[int]:
-    found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [int(child) for child in found]
-
-
 def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
     flow: Flow, tmp_path: Path
 ):
@@ -247,7 +242,7 @@ def test_a_pool_process_killed_in_the_middle_of_a_gate_run_gets_it_redelivered(
     try:
         # When the pool process running the gate is killed (the worker itself lives on).
         wait_for("the gate run to pause", lambda: PAUSED in log.read_text())
-        [pool_process] = _children(worker.pid)
+        [pool_process] = child_processes(worker.pid)
         os.kill(pool_process, signal.SIGKILL)
 
         # Then the message comes back (acks_late, reject_on_worker_lost) and is run again.
