@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 
-from tests.cache.conftest import ASGI_WORKERS, Gunicorn, RedisServer
+from tests.cache.conftest import ASGI_WORKERS, Gunicorn, RedisServer, wait_until
 from tests.conftest import child_processes, needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
+
+
+def _maps(pid: int) -> str:
+    """What the process has mapped: its executable and every shared library it loaded."""
+    return Path(f"/proc/{pid}/maps").read_text()
 
 
 def test_each_web_worker_runs_the_compiled_http_parser_and_event_loop(
@@ -22,10 +27,17 @@ def test_each_web_worker_runs_the_compiled_http_parser_and_event_loop(
     server = Gunicorn(
         redis_server.url, app="config.asgi:application", GUNICORN_CMD_ARGS=ASGI_WORKERS
     )
-    try:  # each worker sets up its loop and loads its HTTP protocol as it starts
+    try:
         assert server.call("GET", "/api/v1/policy", world.keys["agent"])[0] == 200
         workers = child_processes(server.process.pid)
-        mapped = [Path(f"/proc/{pid}/maps").read_text() for pid in workers]
+        # One worker answering says nothing of the other, which may still be importing
+        # Django. A worker loads the application, sets up its loop, then loads its HTTP
+        # protocol last, just before it serves: wait for that (with h11 it never comes).
+        wait_until(
+            lambda: all("/httptools/parser/" in _maps(pid) for pid in workers),
+            what="each web worker to load its HTTP protocol",
+        )
+        mapped = [_maps(pid) for pid in workers]
     finally:
         server.stop()
 
