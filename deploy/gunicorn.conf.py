@@ -22,8 +22,17 @@ graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 # The workers' request threads run under SCHED_BATCH (config/processes.py, set when the
 # application loads in each worker; MEMGOV_WEB_SCHED_BATCH=false keeps Linux's default).
-max_requests = 10000
-max_requests_jitter = 1000
+
+# A worker is replaced after this many requests (insurance against a slow leak; 0 never),
+# give or take the jitter so that workers are not replaced together. A replacement boots
+# Django again on a core while the other workers serve alone: at 10,000 (the value
+# before), a worker answering a thousand requests a second was replaced every ten seconds,
+# and the web role served 1,118-1,326 warm resolves a second instead of 1,970-2,152
+# (bench/README.md, fourteenth round). Without replacement, a worker's memory stopped
+# growing after 60,000 requests (127 -> 134 MiB) and was the same at 118,000.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "1000000"))
+max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", str(max_requests // 10)))
+
 # Memgov logs one JSON line per request itself (config.logs); gunicorn's access log would
 # be a second, unstructured line. GUNICORN_ACCESS_LOG=- brings it back.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
