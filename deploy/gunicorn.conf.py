@@ -23,8 +23,8 @@ keepalive = 5
 # The workers' request threads run under SCHED_BATCH (config/processes.py, set when the
 # application loads in each worker; MEMGOV_WEB_SCHED_BATCH=false keeps Linux's default).
 
-# A worker is replaced after this many requests (insurance against a slow leak; 0 never),
-# give or take the jitter so that workers are not replaced together. A replacement boots
+# A worker is replaced after this many requests (insurance against a slow leak; 0 never)
+# plus a random share of the jitter, so that workers are not replaced together. A replacement boots
 # Django again on a core while the other workers serve alone: at 10,000 (the value
 # before), a worker answering a thousand requests a second was replaced every ten seconds,
 # and the web role served 1,118-1,326 warm resolves a second instead of 1,970-2,152
