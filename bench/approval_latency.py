@@ -1,7 +1,7 @@
 """Approval-to-active latency and re-validation throughput, with a real Celery worker.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench_approvals \\
-    REDIS_URL=redis://127.0.0.1:6379/0 MEMGOV_BROKER_REDIS_DB=5 MEMGOV_CACHE_REDIS_DB=4 \\
+    CELERY_BROKER_URL=redis://127.0.0.1:6379/5 CACHE_URL=redis://127.0.0.1:6379/4 \\
         .venv/bin/python -m bench.approval_latency [--items 100] [--concurrency 2]
 
 It creates the database when missing and migrates it, creates a fresh tenant (a new slug
@@ -19,7 +19,7 @@ same database and broker, then:
 
 Results go to ``bench/results/approval-latency-<date>.json`` and are printed (the worker's
 log goes to a temporary directory, named on stderr). Use a broker
-database number nobody else consumes from (``MEMGOV_BROKER_REDIS_DB``): the run purges it.
+database nobody else consumes from (``CELERY_BROKER_URL``): the run purges it.
 """
 
 from __future__ import annotations

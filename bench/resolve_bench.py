@@ -530,7 +530,7 @@ def _command(args: argparse.Namespace) -> str:
     env = [f"DATABASE_URL={args.database_url}"]
     if args.redis_url:
         env.append(f"REDIS_URL={args.redis_url}")
-        for name in ("MEMGOV_CACHE_REDIS_DB", "MEMGOV_BROKER_REDIS_DB"):
+        for name in ("CACHE_URL", "CELERY_BROKER_URL"):
             if os.environ.get(name):
                 env.append(f"{name}={os.environ[name]}")
     argv = " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -6,6 +6,7 @@ filesystem broker under ``var/`` so that ``make run`` needs nothing but Python.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -110,41 +111,53 @@ elif env_bool("MEMGOV_DB_POOL", default=False):
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# One Redis URL for the resolve cache and the Celery broker, used as written (a URL without a
+# database number is database 0). CACHE_URL and CELERY_BROKER_URL name either apart, so the
+# cache can be emptied without dropping queued tasks. Every process of a deployment must read
+# the same CACHE_URL: one on another database would never see the others' invalidations.
 REDIS_URL = env_str("REDIS_URL")
-# Celery and the cache share one Redis server but never one database number.
-CACHE_REDIS_DB = env_int("MEMGOV_CACHE_REDIS_DB", 1)
-BROKER_REDIS_DB = env_int("MEMGOV_BROKER_REDIS_DB", 0)
-if CACHE_REDIS_DB == BROKER_REDIS_DB:
-    raise ImproperlyConfigured("MEMGOV_CACHE_REDIS_DB and MEMGOV_BROKER_REDIS_DB must differ")
+CACHE_URL = env_str("CACHE_URL", REDIS_URL)
+for _removed, _instead in (
+    ("MEMGOV_CACHE_REDIS_DB", "CACHE_URL"),
+    ("MEMGOV_BROKER_REDIS_DB", "CELERY_BROKER_URL"),
+):
+    if _removed in os.environ:
+        raise ImproperlyConfigured(
+            f"{_removed} is no longer read: name the database in {_instead} "
+            f"(redis://host:6379/N) or in REDIS_URL"
+        )
+if CACHE_URL and urlsplit(CACHE_URL).scheme not in {"redis", "rediss", "unix"}:
+    raise ImproperlyConfigured(
+        "CACHE_URL (or REDIS_URL) must be a redis://, rediss:// or unix:// URL"
+    )
 
-
-def _redis_url_with_db(url: str, db: int) -> str:
-    parts = urlsplit(url)
-    return parts._replace(path=f"/{db}").geturl()
-
-
-if REDIS_URL:
+if CACHE_URL:
     CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": _redis_url_with_db(REDIS_URL, CACHE_REDIS_DB),
+            "LOCATION": CACHE_URL,
             "OPTIONS": {
                 "SOCKET_CONNECT_TIMEOUT": 0.5,
                 "SOCKET_TIMEOUT": 0.5,
             },
         }
     }
-    CELERY_BROKER_URL = _redis_url_with_db(REDIS_URL, BROKER_REDIS_DB)
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(VAR_DIR / "broker" / "queue"),
         "data_folder_out": str(VAR_DIR / "broker" / "queue"),
         "processed_folder": str(VAR_DIR / "broker" / "processed"),
         "control_folder": str(VAR_DIR / "broker" / "control"),
         "store_processed": False,
     }
+else:
+    # Longer than the longest task, so an acked-late task is never redelivered while it runs.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
@@ -153,9 +166,6 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
-if REDIS_URL:
-    # Longer than the longest task, so an acked-late task is never redelivered while it runs.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

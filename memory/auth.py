@@ -99,13 +99,13 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
     def window(self, principal: Principal) -> ratelimit.Window | None:
         """The caller's counters at this instant, when Redis keeps them (else None)."""
         limit, period = self.num_requests, self.duration  # parsed from the rate on creation
-        if not settings.REDIS_URL or limit is None or period is None:
+        if not settings.CACHE_URL or limit is None or period is None:
             return None
         bucket = self._bucket(principal)
         return ratelimit.Window(bucket=bucket, limit=limit, period=period, now=self.timer())
 
     def allow_request(self, request: Request, view: APIView) -> bool:
-        if not settings.REDIS_URL:
+        if not settings.CACHE_URL:
             return super().allow_request(request, view)
         principal = request.auth if isinstance(request.auth, Principal) else None
         window = self.window(principal) if principal is not None else None

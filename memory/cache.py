@@ -188,7 +188,7 @@ _scripts: dict[str, Any] = {}
 
 def enabled() -> bool:
     """A process-local cache cannot be invalidated from the worker: only Redis is used."""
-    return bool(settings.MEMGOV_RESOLVE_CACHE and settings.REDIS_URL)
+    return bool(settings.MEMGOV_RESOLVE_CACHE and settings.CACHE_URL)
 
 
 def subject_generation_key(tenant_id: int, subject_id: str) -> str:
@@ -455,7 +455,7 @@ def redis_usable() -> bool:
     """Redis is configured and has not failed in the last ``COOLDOWN_SECONDS``: callers
     that can do without it (cache reads, the throttle) skip it rather than each waiting
     for a connection timeout."""
-    return bool(settings.REDIS_URL) and time.monotonic() >= _skip_until
+    return bool(settings.CACHE_URL) and time.monotonic() >= _skip_until
 
 
 def redis_failed(what: str) -> None:
@@ -557,7 +557,7 @@ def bump(keys: Iterable[str]) -> None:
     """Make every cached answer under these generations unreadable. Never raises: a bump
     that fails is retried before this process next uses Redis. Bumps whenever Redis is
     configured, even with the resolve cache off here: other processes may use it."""
-    if not settings.REDIS_URL:
+    if not settings.CACHE_URL:
         return
     keys = set(keys)
     try:
@@ -574,7 +574,7 @@ def _bump_on_commit(keys: set[str]) -> None:
     transaction, and release them once it commits. ``CacheUnavailable`` when Redis cannot
     be reached, whatever the cooldown says: the caller's transaction then rolls back, and
     nothing changed that a cached answer could still contradict."""
-    if not settings.REDIS_URL or not keys:
+    if not settings.CACHE_URL or not keys:
         return
     if not transaction.get_connection().in_atomic_block:
         bump(keys)  # the change is already committed: there is nothing left to refuse
@@ -652,7 +652,7 @@ def key_changed_on_commit(prefix: str) -> None:
     """A key's row changed: processes remembering it reload it on their next request. After
     commit and best effort: a process that missed the change reloads the row within
     ``keys.REMEMBER_SECONDS`` anyway."""
-    if settings.REDIS_URL:
+    if settings.CACHE_URL:
         transaction.on_commit(lambda: bump([key_generation_key(prefix)]))
 
 

@@ -42,7 +42,7 @@ def needs(service: str) -> pytest.MarkDecorator:
     """Skip locally without the service; under CI=true a missing service fails the test."""
     present = {
         "postgres": settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
-        "redis": bool(settings.REDIS_URL),
+        "redis": bool(settings.CACHE_URL),
     }[service]
     if os.environ.get("CI") == "true":
         mark: pytest.MarkDecorator = getattr(pytest.mark, service)

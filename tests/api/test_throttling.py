@@ -25,7 +25,7 @@ def _forget(raw_key: str) -> None:
     pk = ApiKey.objects.get(prefix=raw_key.split("_")[1]).pk
     base = PrincipalRateThrottle.cache_format % {"scope": "principal", "ident": f"key{pk}"}
     cache.delete(base)
-    if settings.REDIS_URL:
+    if settings.CACHE_URL:
         from django_redis import get_redis_connection
 
         window = int(time.time() // 60)

@@ -109,11 +109,11 @@ def private_redis(
     """This process's cache on the private server, with a clean slate of process state."""
     redis_server.ensure_running()
     redis_server.client().flushdb()
-    settings.REDIS_URL = redis_server.url
+    settings.CACHE_URL = f"{redis_server.url}/{CACHE_DB}"
     settings.CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": f"{redis_server.url}/{CACHE_DB}",
+            "LOCATION": settings.CACHE_URL,
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 0.5},
         }
     }
@@ -159,8 +159,8 @@ class Gunicorn:
                 **os.environ,
                 "DATABASE_URL": database_url(),
                 "REDIS_URL": redis_url,
-                "MEMGOV_CACHE_REDIS_DB": str(CACHE_DB),
-                "MEMGOV_BROKER_REDIS_DB": str(BROKER_DB),
+                "CACHE_URL": f"{redis_url}/{CACHE_DB}",
+                "CELERY_BROKER_URL": f"{redis_url}/{BROKER_DB}",
                 "SECRET_KEY": "test-only-secret-key-for-gunicorn",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost",
                 "DEBUG": "false",

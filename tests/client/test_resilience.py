@@ -79,7 +79,7 @@ def _empty_bucket(world, name: str) -> None:
     pk = ApiKey.objects.get(prefix=world.keys[name].split("_")[1]).pk
     base = PrincipalRateThrottle.cache_format % {"scope": "principal", "ident": f"key{pk}"}
     cache.delete(base)
-    if settings.REDIS_URL:
+    if settings.CACHE_URL:
         from django_redis import get_redis_connection
 
         window = int(time.time() // 60)

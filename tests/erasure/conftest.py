@@ -18,7 +18,7 @@ from tests.erasure.story import eraser
 def _empty_cache_database() -> None:
     """Each story starts with an empty resolution cache: an earlier test's entries about
     its own (identical) story would otherwise be found by the Redis scan."""
-    if settings.REDIS_URL:
+    if settings.CACHE_URL:
         get_redis_connection("default").flushdb()
 
 

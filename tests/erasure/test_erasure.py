@@ -86,7 +86,7 @@ def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verif
     tables, found = scan_database(NEEDLES)
     assert found == []
     assert tables >= 30
-    if settings.REDIS_URL:
+    if settings.CACHE_URL:
         assert job["counts"]["cache_entries"] >= 1
         assert scan_redis(get_redis_connection("default"), NEEDLES) == []
     assert audit_verify(tenant=flow.world.tenant).ok

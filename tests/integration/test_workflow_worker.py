@@ -170,8 +170,8 @@ def celery_worker_process(
         **os.environ,
         "DATABASE_URL": _test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
-        "MEMGOV_BROKER_REDIS_DB": str(settings.BROKER_REDIS_DB),
-        "MEMGOV_CACHE_REDIS_DB": str(settings.CACHE_REDIS_DB),
+        "CACHE_URL": settings.CACHE_URL,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "EMAIL_URL": "dummy://",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
