@@ -298,6 +298,9 @@ LOGGING = {
 
 # Memgov's own knobs.
 MEMGOV_IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+# A claimed Idempotency-Key whose request has not answered after this long is taken over by
+# the next retry: longer than any request may run (gunicorn's timeout, 30 s by default).
+MEMGOV_IDEMPOTENCY_LEASE_SECONDS = env_int("MEMGOV_IDEMPOTENCY_LEASE_SECONDS", 120)
 MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 
 # Webhooks (API.md, Webhooks): a failed delivery is retried after base·2^(n-1) seconds

@@ -199,7 +199,9 @@ class ScopeValueGroupObjectPermission(GroupObjectPermissionBase):
 
 
 class IdempotencyRecord(models.Model):
-    """Keys are scoped per principal: another caller's key is never seen, not even as used."""
+    """Keys are scoped per caller: another caller's key is never seen, not even as used.
+    ``principal`` names the caller: ``key:<id>`` for an API key (two keys may share an agent
+    name, not labels), ``user:<name>`` for a dashboard session."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
     principal = models.CharField(max_length=150, default="")

@@ -1,11 +1,12 @@
 """``Idempotency-Key`` for POSTs: a retry with the same key and body gets the first answer;
-the same key with another body is a 422. Records are kept per principal for 24 hours, so
-two callers of one tenant never share (or learn about) each other's keys."""
+the same key with another body is a 422. Records are kept per caller for 24 hours, so two
+callers of one tenant never share (or learn about) each other's keys. A claim is a lease: a
+request whose process died leaves its key to the next retry once the lease has run out."""
 
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,12 +29,19 @@ class Replay(Exception):
         self.response = response
 
 
+def caller(principal: Principal) -> str:
+    """The API key itself, not the agent's name: two keys may share a name but not labels,
+    and a first answer can hold what only its caller may see."""
+    if principal.api_key is not None:
+        return f"key:{principal.api_key.pk}"
+    return principal.name
+
+
 def request_hash(request: Request) -> str:
-    """Method, path, caller and raw body. The caller is part of it: a first answer can hold
-    what only its caller may see, so the same key from another principal is another request."""
-    body: bytes = request._request.body  # the raw bytes: same key, same bytes
-    caller = request.auth.name if isinstance(request.auth, Principal) else ""
-    return hashlib.sha256(f"{request.method} {request.path} {caller}\n".encode() + body).hexdigest()
+    """Method, path, caller and raw body: same key, same bytes."""
+    body: bytes = request._request.body
+    who = caller(request.auth) if isinstance(request.auth, Principal) else ""
+    return hashlib.sha256(f"{request.method} {request.path} {who}\n".encode() + body).hexdigest()
 
 
 def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
@@ -43,14 +51,14 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
     ttl = timedelta(seconds=settings.MEMGOV_IDEMPOTENCY_TTL_SECONDS)
     now = timezone.now()
     mine = IdempotencyRecord.objects.filter(
-        tenant=principal.tenant, principal=principal.name, key=key
+        tenant=principal.tenant, principal=caller(principal), key=key
     )
     mine.filter(created_at__lt=now - ttl).delete()
     try:
         with transaction.atomic():
             return IdempotencyRecord.objects.create(
                 tenant=principal.tenant,
-                principal=principal.name,
+                principal=caller(principal),
                 key=key,
                 request_hash=digest,
                 response_status=IN_PROGRESS,
@@ -62,7 +70,7 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
     if existing.request_hash != digest:
         raise InvalidContent({HEADER: ["was already used with a different request"]})
     if existing.response_status == IN_PROGRESS:
-        raise StillProcessing("A request with this Idempotency-Key is still being processed.")
+        return _take_over(existing, now)
     headers = dict(existing.response_headers)
     content_type = headers.pop("Content-Type", None)
     response = Response(
@@ -73,6 +81,20 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
     )
     response["Idempotent-Replayed"] = "true"
     raise Replay(response)
+
+
+def _take_over(claim: IdempotencyRecord, now: datetime) -> IdempotencyRecord:
+    """A claim older than the lease belongs to a request whose process died (a live one is
+    cut off by the server's timeout well before): this retry runs it. The update is
+    conditional, so of two retries only one takes it over."""
+    lease = timedelta(seconds=settings.MEMGOV_IDEMPOTENCY_LEASE_SECONDS)
+    taken = IdempotencyRecord.objects.filter(
+        pk=claim.pk, response_status=IN_PROGRESS, created_at__lt=now - lease
+    ).update(created_at=now)
+    if not taken:
+        raise StillProcessing("A request with this Idempotency-Key is still being processed.")
+    claim.created_at = now
+    return claim
 
 
 def complete(record: IdempotencyRecord, response: Response) -> None:
