@@ -10,9 +10,12 @@ generated:
   there is none) and for a tenant id no tenant has; only the query's tenant and subject
   filters keep it out, so a loader that let rows cross subjects or tenants fails them.
 - *revoked*: the version's basis is revoked; the version must drop out and the field must
-  fall back to what resolved before this version (its still-active predecessor counts).
-  It fails when revoking the basis would also withdraw what answered before (another
-  item citing the same record) or leave the version in use.
+  fall back to what resolved before this version (its still-active predecessor counts),
+  less what the same revocation withdraws anyway: every other item naming a revoked
+  source among its evidence (source_revoke retires them too). The fallback is thus the
+  same whichever of two items on one record activated first. It fails when the
+  revocation would leave the version in use, or, the query filtering on the sources
+  each version is linked to, would keep or withdraw another item against its evidence.
 - *visibility* (only for an item with restrictive labels): a principal holding none of
   the labels of one restrictive source or of the item's own visibility, as those labels
   are *now*, must not get it. It fails when the labels the resolver filters on are not
@@ -430,19 +433,6 @@ def _answer(
         revoked_sources=version.source_ids if revoked else (),
         revocation_spares_item=version.item_id if revoked else None,
     )
-    labels = (
-        frozenset(spec.labels)
-        if spec.labels is not None
-        else frozenset({"*"}) | _all_labels(version)
-    )
-    query = resolver.Query(
-        context=spec.context,
-        valid_at=spec.valid_at,
-        known_at=now,
-        labels=labels,
-        fields=(version.field,),
-        explain=True,
-    )
     candidates = pool.candidates(request) if pool is not None else load_candidates(request)
     if with_version:
         verification = verification_when_active(version)
@@ -450,7 +440,48 @@ def _answer(
             replace(c, verification=verification) if c.memory_id == version.item_id else c
             for c in candidates
         ]
-    return resolver.resolve(candidates, query, policy), candidates
+    return resolver.resolve(candidates, _query(version, spec, now), policy), candidates
+
+
+def _query(version: MemoryVersion, spec: Spec, now: datetime) -> resolver.Query:
+    labels = (
+        frozenset(spec.labels)
+        if spec.labels is not None
+        else frozenset({"*"}) | _all_labels(version)
+    )
+    return resolver.Query(
+        context=spec.context,
+        valid_at=spec.valid_at,
+        known_at=now,
+        labels=labels,
+        fields=(version.field,),
+        explain=True,
+    )
+
+
+def _fallback(
+    version: MemoryVersion,
+    spec: Spec,
+    policy: resolver.Policy,
+    now: datetime,
+    pool: CandidatePool | None = None,
+) -> resolver.Resolution:
+    """What the field falls back to when the version's basis is revoked: what resolves
+    without the version, less every other item that names a revoked source as its
+    evidence (the revocation retires them as well). Its own lineage is spared, as by the
+    revoked question itself: the still-active predecessor is what resolved before.
+
+    Taken from what resolves without the version, not from the current answer: a
+    revoked memo also withdraws the other rules citing it, so comparing with them would
+    fail whichever of two rules on one memo activated second (issue 33). Filtered here
+    on the evidence each candidate names, independently of the query's filter on the
+    sources it is linked to, so a revocation reaching the wrong versions still fails."""
+    revoked = frozenset(version.source_ids)
+    _, candidates = _answer(version, spec, policy, now, with_version=False, pool=pool)
+    spared = [
+        c for c in candidates if c.memory_id == version.item_id or revoked.isdisjoint(c.source_ids)
+    ]
+    return resolver.resolve(spared, _query(version, spec, now), policy)
 
 
 def _ask(
@@ -542,15 +573,16 @@ def evaluate(
     verdict = "selected" if selected else "not selected"
     detail = f"{verdict} (expected {'applies' if wanted else 'does not apply'}): {_summary(after)}"
     if passed and spec.revoke_basis:
-        before = _ask(version, spec, policy, now, with_version=False, pool=pool)
-        if _winner(before) != _winner(after):
+        fallback = _fallback(version, spec, policy, now, pool)
+        if _winner(fallback) != _winner(after):
             return ScenarioOutcome(
                 spec,
                 False,
-                "revoking its basis would not fall back to what resolved before "
-                f"(another item cites it too?): {_summary(after)} vs {_summary(before)}",
+                "revoking its basis would not fall back to what resolves without it and "
+                "the other items citing its sources (a version linked to other sources "
+                f"than it names?): {_summary(after)} vs {_summary(fallback)}",
             )
-        detail += f"; falls back to: {_summary(before)}"
+        detail += f"; falls back to: {_summary(fallback)}"
     return ScenarioOutcome(spec, passed, detail, changes)
 
 

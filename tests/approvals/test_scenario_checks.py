@@ -232,7 +232,9 @@ def test_a_redelivered_gate_run_rewrites_its_results_instead_of_adding_rows(flow
     assert len({(r.scenario_key, r.policy_version) for r in gate}) == 5
 
 
-def test_a_second_item_on_the_same_approval_fails_the_revoked_check(flow: Flow):
+def test_a_second_item_on_the_same_approval_falls_back_to_what_the_revocation_leaves(
+    flow: Flow,
+):
     # Given the tenant-wide rule stands on APR-2291; the P-9 exception cites the same record.
     approval = flow.source("approval_record")
     tenant_rule = flow.active_rule(TENANT, value="check every delivery", sources=[approval])
@@ -240,13 +242,14 @@ def test_a_second_item_on_the_same_approval_fails_the_revoked_check(flow: Flow):
 
     flow.approve(exception["id"], "rita", "lena")
 
-    # Then revoking its basis would also take the tenant rule away: no fallback to it.
-    assert flow.memory(exception["id"])["status"] == "checks_failed"
+    # Then revoking APR-2291 would retire the tenant rule too: the fallback is what is left
+    # (nothing), as it would be had the exception activated first (issue 33, point 5).
+    assert flow.memory(exception["id"])["status"] == "active"
     outcome, detail = gate_results(exception["id"])["revoked: basis withdrawn"]
-    assert outcome == "failed"
-    assert detail.startswith("revoking its basis would not fall back to what resolved before")
-    assert detail.endswith(f"vs {tenant_rule['id']} v1 (only applicable fact)")
-    assert flow.resolved_ids({"project": "P-9"}) == [tenant_rule["id"]]
+    assert outcome == "passed"
+    assert detail.endswith("falls back to: abstains: no_applicable_fact")
+    assert flow.resolved_ids({"project": "P-9"}) == [exception["id"]]
+    assert flow.resolved_ids({"project": "P-10"}) == [tenant_rule["id"]]
 
 
 def test_a_restricted_item_gets_a_visibility_scenario_that_passes(flow: Flow):
