@@ -25,9 +25,13 @@ class ApprovalsConfig(AppConfig):
         # tasks are registered with the Celery app in every process (web too), so that an
         # outbox row can be handed to its task by name.
         import approvals.tasks  # noqa: F401, PLC0415
+        from approvals.erasure import COUNTS, erase_reviews  # noqa: PLC0415
         from config.celery import prepare_embedded_broker  # noqa: PLC0415
         from core.outbox import outbox_handle  # noqa: PLC0415
+        from memory.erasure import erasure_versions_step  # noqa: PLC0415
 
         for kind, task_name in OUTBOX_HANDLERS.items():
             outbox_handle(kind, task_name)
+        # An erasure clears the reviews of the versions it erases (memory cannot import us).
+        erasure_versions_step(erase_reviews, counts=COUNTS)
         prepare_embedded_broker()

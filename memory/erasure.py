@@ -17,20 +17,32 @@ the counts are exact after any crash and restart.
 Phases:
 
 - ``versions``: every version's ``value``, ``statement``, ``basis`` and status reason are
-  replaced by nothing and ``erased_at`` set; the reviewers' comments on them are cleared.
+  replaced by nothing and ``erased_at`` set; their custom scenarios lose their context;
+  the layers above clear what they hang on the versions (``erasure_versions_step``: the
+  reviewers' comments, the contexts of the stored check results).
 - ``sources``: a source cited only by this subject's versions loses ``content``,
-  ``speaker`` and ``metadata`` (its sha256 stays); one also cited for another subject (or
-  by a version whose subject is not yet known) is kept and listed in ``kept`` with the
-  other subjects' ids.
+  ``speaker``, ``metadata``, ``external_ref`` and its revocation reason (its sha256
+  stays); one also cited for another subject (or by a version whose subject is not yet
+  known) is kept and listed in ``kept`` with the other subjects' ids.
 - ``retrievals``: retrieval records that used the subject's items, with their uses.
+- ``task_flags``: the tasks told to re-verify the subject's items keep their flags, but
+  each reason (a retirement's, a revocation's: free text) becomes the erasure's own.
 - ``idempotency``: stored replays whose response body names the subject, one of its items
   or a purged source (their bodies held values, statements, names or contents).
+- ``outbox``: webhook events (``memory.events``) naming the subject, one of its items or
+  a source cited for it lose their reason, whether already dispatched (at rest) or still
+  waiting (then what is sent is the redacted payload).
+- the phases the layers above add (``erasure_phase``), in the order they registered:
+  the webhooks app redacts its deliveries the same way, sent or pending, so a retry after
+  the erasure sends no reason; it also redacts an event fanned out after the erasure
+  (one that sat in the broker meanwhile).
 - ``cache``: Redis entries of the subject. Their keys all begin with
   ``mg:res:<tenant>:<subject>:`` (``memory.cache``), so a SCAN on that prefix finds every
   one without a per-subject index; each is deleted, and so is the subject's generation
   counter. (They were already unreadable: the start moved the subject's generation on.)
 - ``done``: one audit event ``subject.erased`` with the counts, the erasure id and the
-  former name's digest; the requester is emailed (no personal content).
+  former name's and the erasure reason's digests (the reason itself is cleared: it may
+  name her); the requester is emailed (no personal content).
 
 The audit chain is untouched: audit events hold ids, statuses and digests, never values,
 statements, contents or names (``memory.proposals._version_audit_data``,
@@ -43,7 +55,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
@@ -55,7 +67,7 @@ from audit.chain import digest
 from audit.services import audit_append
 from core.authority import require_erase
 from core.errors import InvalidContent
-from core.models import IdempotencyRecord
+from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory import cache, events
@@ -68,41 +80,77 @@ from memory.models import (
     MemoryVersion,
     RetrievalRecord,
     RetrievalUse,
+    Scenario,
     Source,
     Status,
+    TaskFlag,
 )
 from memory.selectors import access_entity
 
 logger = logging.getLogger(__name__)
 
 TOMBSTONE = "[erased]"
-PHASES = ("versions", "sources", "retrievals", "idempotency", "cache", "done")
-COUNTS = (
+MEMORY_PHASES = ("versions", "sources", "retrievals", "task_flags", "idempotency", "outbox")
+LAST_PHASES = ("cache", "done")
+COUNTS = [
     "items_retired",
     "aliases",
     "versions",
-    "approval_comments",
+    "scenarios",
     "sources_purged",
     "sources_kept",
     "retrieval_records",
     "retrieval_uses",
+    "task_flags",
     "idempotency_records",
+    "outbox_rows",
     "cache_entries",
-)
+]
 _IDS = re.compile(r"\b(?:ent|mem|src)_[0-9a-z]{26}\b")
+_OWN_REASON = re.compile(r"erased on request \(era_[0-9a-z]{26}\)")
 MAX_REASON = 2000
+
+# What the layers above store about a subject, erased by them: memory cannot import them,
+# so they register here from their ``AppConfig.ready`` (as they register outbox handlers).
+VersionStep = Callable[[list[int]], dict[str, int]]
+Step = Callable[[Erasure], bool]
+VERSION_STEPS: list[VersionStep] = []
+EXTRA_PHASES: dict[str, Step] = {}
+
+
+def erasure_versions_step(step: VersionStep, *, counts: tuple[str, ...] = ()) -> None:
+    """``step(version_ids)`` runs in the transaction of each batch of erased versions and
+    returns what it changed, by the names in ``counts``."""
+    if step not in VERSION_STEPS:
+        VERSION_STEPS.append(step)
+    _declare(counts)
+
+
+def erasure_phase(name: str, step: Step, *, counts: tuple[str, ...] = ()) -> None:
+    """A phase of the erasure, after memory's and before the cache and ``done``: each call
+    is one batch in the erasure's transaction (``erasure.cursor`` is the phase's own) and
+    returns whether more is left; what it changed goes through ``erasure_count``."""
+    if EXTRA_PHASES.setdefault(name, step) is not step or name in _STEPS:
+        raise ValueError(f"erasure phase {name!r} is already registered")
+    _declare(counts)
+
+
+def _declare(counts: tuple[str, ...]) -> None:
+    """Every count starts at 0 at the start, so the answer has the same keys throughout."""
+    COUNTS.extend(c for c in counts if c not in COUNTS)
+
+
+def phases() -> tuple[str, ...]:
+    return (*MEMORY_PHASES, *EXTRA_PHASES, *LAST_PHASES)
 
 
 def batch_size() -> int:
     return int(settings.MEMGOV_ERASURE_BATCH)
 
 
-def _comments() -> QuerySet[Any]:
-    """Reviewers' approval comments, a model of the layer above reached through its
-    relation to the version (as ``memory.selectors`` does), not by importing it."""
-    model = MemoryVersion._meta.get_field("approvals").related_model
-    assert model is not None and not isinstance(model, str)  # noqa: S101 - a declared relation
-    return model._default_manager.all()
+def own_reason(erasure: Erasure) -> str:
+    """The reason the erasure gives for what it ends: names nobody."""
+    return f"erased on request ({erasure.pk})"
 
 
 def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Erasure:
@@ -144,7 +192,7 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
             subject_id=entity.pk,
             to=Status.RETIRED,
             actor=principal.name,
-            reason=f"erased on request ({erasure.pk})",
+            reason=own_reason(erasure),
             flag_event="retired",
             at=now,
         )
@@ -186,9 +234,10 @@ def erasure_continue(erasure_id: str) -> Erasure:
             )
             if erasure.status != Erasure.Status.RUNNING:
                 return erasure
-            more = _STEPS[erasure.phase](erasure)
+            more = {**_STEPS, **EXTRA_PHASES}[erasure.phase](erasure)
             if not more:
-                erasure.phase = PHASES[PHASES.index(erasure.phase) + 1]
+                order = phases()
+                erasure.phase = order[order.index(erasure.phase) + 1]
                 erasure.cursor = ""
             erasure.progress_at = timezone.now()
             if erasure.phase == "done":
@@ -206,7 +255,8 @@ def erasure_fail(erasure_id: str, error: str) -> None:
     )
 
 
-def _add(erasure: Erasure, **counts: int) -> None:
+def erasure_count(erasure: Erasure, **counts: int) -> None:
+    """Add what a batch changed to the erasure's counts (saved with the batch)."""
     erasure.counts = {
         **erasure.counts,
         **{k: erasure.counts.get(k, 0) + v for k, v in counts.items()},
@@ -230,8 +280,10 @@ def _erase_versions(erasure: Erasure) -> bool:
     changed = MemoryVersion.objects.filter(pk__in=ids, erased_at__isnull=True).update(
         value=None, statement="", basis={}, status_reason="", erased_at=timezone.now()
     )
-    comments = _comments().filter(version_id__in=ids).exclude(comment="").update(comment="")
-    _add(erasure, versions=changed, approval_comments=comments)
+    scenarios = Scenario.objects.filter(version_id__in=ids).exclude(context={}).update(context={})
+    erasure_count(erasure, versions=changed, scenarios=scenarios)
+    for step in VERSION_STEPS:
+        erasure_count(erasure, **step(ids))
     return len(ids) == size
 
 
@@ -269,12 +321,18 @@ def _purge_sources(erasure: Erasure) -> bool:
     purge = [sid for sid in ids if sid not in others]
     purged = (
         Source.objects.filter(pk__in=purge)
-        .filter(~Q(content=None) | ~Q(speaker="") | ~Q(metadata={}))
-        .update(content=None, speaker="", metadata={})
+        .filter(
+            ~Q(content=None)
+            | ~Q(speaker="")
+            | ~Q(metadata={})
+            | ~Q(external_ref="")
+            | ~Q(revoked_reason="")
+        )
+        .update(content=None, speaker="", metadata={}, external_ref="", revoked_reason="")
     )
     erasure.kept = [*erasure.kept, *kept]
     erasure.cursor = ids[-1]
-    _add(erasure, sources_purged=purged, sources_kept=len(kept))
+    erasure_count(erasure, sources_purged=purged, sources_kept=len(kept))
     return len(ids) == size
 
 
@@ -291,8 +349,98 @@ def _delete_retrievals(erasure: Erasure) -> bool:
         return False
     uses, _ = RetrievalUse.objects.filter(retrieval_id__in=ids).delete()
     records, _ = RetrievalRecord.objects.filter(pk__in=ids).delete()
-    _add(erasure, retrieval_records=records, retrieval_uses=uses)
+    erasure_count(erasure, retrieval_records=records, retrieval_uses=uses)
     return len(ids) == size
+
+
+def _reword_task_flags(erasure: Erasure) -> bool:
+    """The flags stay (the tasks must still re-verify); their free-text reasons go."""
+    size = batch_size()
+    reason = own_reason(erasure)
+    ids = list(
+        TaskFlag.objects.filter(tenant=erasure.tenant, item__subject=erasure.subject)
+        .exclude(reason=reason)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:size]
+    )
+    if not ids:
+        return False
+    changed = TaskFlag.objects.filter(pk__in=ids).exclude(reason=reason).update(reason=reason)
+    erasure_count(erasure, task_flags=changed)
+    return len(ids) == size
+
+
+def erased_names(tenant_id: int, texts: Iterable[str]) -> set[str]:
+    """Of the ids found in ``texts``, those of an erased subject, of one of its items or of
+    a source cited for it (one query per kind for a whole batch of texts)."""
+    found: set[str] = set()
+    for text in texts:
+        found.update(_IDS.findall(text))
+    by_kind = {kind: {i for i in found if i.startswith(kind)} for kind in ("ent_", "mem_", "src_")}
+    named: set[str] = set()
+    if by_kind["ent_"]:
+        named.update(
+            Entity.objects.filter(
+                tenant_id=tenant_id, pk__in=by_kind["ent_"], erased_at__isnull=False
+            ).values_list("pk", flat=True)
+        )
+    if by_kind["mem_"]:
+        named.update(
+            MemoryItem.objects.filter(
+                tenant_id=tenant_id, pk__in=by_kind["mem_"], subject__erased_at__isnull=False
+            ).values_list("pk", flat=True)
+        )
+    if by_kind["src_"]:
+        named.update(
+            Source.objects.filter(
+                tenant_id=tenant_id,
+                pk__in=by_kind["src_"],
+                memory_versions__subject__erased_at__isnull=False,
+            )
+            .values_list("pk", flat=True)
+            .distinct()
+        )
+    return named
+
+
+def event_data_redacted(data: dict[str, Any], erased: set[str]) -> dict[str, Any] | None:
+    """An event's data (``memory.events``) with its reason withheld when the event names
+    something in ``erased`` (``erased_names``); None when there is nothing to withhold.
+    Ids, statuses and counts stay; the erasure's own reasons name nobody and stay too."""
+    reason = data.get("reason")
+    if not reason or not isinstance(reason, str) or _OWN_REASON.fullmatch(reason):
+        return None
+    if not set(_IDS.findall(_as_text(data))) & erased:
+        return None
+    return {**data, "reason": TOMBSTONE}
+
+
+def events_redacted(tenant_id: int, datas: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """``event_data_redacted`` for a batch of events of one tenant."""
+    erased = erased_names(tenant_id, (_as_text(d) for d in datas if d.get("reason")))
+    return [event_data_redacted(d, erased) if erased else None for d in datas]
+
+
+def _redact_outbox(erasure: Erasure) -> bool:
+    """Webhook events written before the erasure, dispatched or waiting: the payload is
+    what the fan-out sends, so a waiting one is sent redacted."""
+    size = batch_size()
+    after = int(erasure.cursor or 0)
+    rows = list(
+        Outbox.objects.filter(tenant=erasure.tenant, kind=events.OUTBOX_KIND, pk__gt=after)
+        .order_by("pk")
+        .values_list("pk", "payload")[:size]
+    )
+    if not rows:
+        return False
+    redacted = events_redacted(erasure.tenant_id, [dict(p.get("data") or {}) for _, p in rows])
+    changed = 0
+    for (pk, payload), data in zip(rows, redacted, strict=True):
+        if data is not None:
+            changed += Outbox.objects.filter(pk=pk).update(payload={**payload, "data": data})
+    erasure.cursor = str(rows[-1][0])
+    erasure_count(erasure, outbox_rows=changed)
+    return len(rows) == size
 
 
 def _mentions_subject(erasure: Erasure, text: str) -> bool:
@@ -324,7 +472,7 @@ def _delete_replays(erasure: Erasure) -> bool:
     doomed = [pk for pk, body in rows if _mentions_subject(erasure, _as_text(body))]
     deleted, _ = IdempotencyRecord.objects.filter(pk__in=doomed).delete()
     erasure.cursor = str(rows[-1][0])
-    _add(erasure, idempotency_records=deleted)
+    erasure_count(erasure, idempotency_records=deleted)
     return len(rows) == size
 
 
@@ -344,7 +492,7 @@ def _delete_cache_entries(erasure: Erasure) -> bool:
     if not keys:
         client.delete(cache.subject_generation_key(erasure.tenant_id, erasure.subject_id))
         return False
-    _add(erasure, cache_entries=int(client.delete(*keys)))
+    erasure_count(erasure, cache_entries=int(client.delete(*keys)))
     return True
 
 
@@ -352,6 +500,8 @@ def _finish(erasure: Erasure) -> None:
     now = timezone.now()
     erasure.status = Erasure.Status.DONE
     erasure.finished_at = now
+    reason_sha256 = digest(erasure.reason)
+    erasure.reason = ""  # the officer's words may name her; their digest is audited
     audit_append(
         tenant=erasure.tenant,
         actor=erasure.actor,
@@ -363,7 +513,7 @@ def _finish(erasure: Erasure) -> None:
             "counts": erasure.counts,
             "kept_sources": [k["source"] for k in erasure.kept],
             "name_sha256": erasure.name_sha256,
-            "reason_sha256": digest(erasure.reason),
+            "reason_sha256": reason_sha256,
         },
     )
     events.event_emit(
@@ -375,11 +525,13 @@ def _finish(erasure: Erasure) -> None:
         outbox_write(kind=ERASURE_DONE, payload={"erasure_id": erasure.pk}, tenant=erasure.tenant)
 
 
-_STEPS: dict[str, Callable[[Erasure], bool]] = {
+_STEPS: dict[str, Step] = {
     "versions": _erase_versions,
     "sources": _purge_sources,
     "retrievals": _delete_retrievals,
+    "task_flags": _reword_task_flags,
     "idempotency": _delete_replays,
+    "outbox": _redact_outbox,
     "cache": _delete_cache_entries,
     "done": lambda erasure: False,
 }

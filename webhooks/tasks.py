@@ -6,20 +6,21 @@ from typing import Any
 
 from celery import shared_task
 
-from webhooks import delivery, notifications
+from webhooks import delivery, erasure, notifications
 
 
 @shared_task(acks_late=True)
 def fan_out_event(
     event_id: str, tenant_id: int, event_type: str, timestamp: str, data: dict[str, Any]
 ) -> list[str]:
-    """The outbox hands each event here (kind ``webhook.event``)."""
+    """The outbox hands each event here (kind ``webhook.event``); an erasure since it was
+    written withholds its reason."""
     return delivery.event_fan_out(
         event_id=event_id,
         tenant_id=tenant_id,
         event_type=event_type,
         timestamp=timestamp,
-        data=data,
+        data=erasure.event_data_for_fan_out(tenant_id, data),
     )
 
 

@@ -1,7 +1,12 @@
 """A customer who asked to be forgotten (issue 12): Ottoline Quillfeather, her delivery
 address and her phone number, told to an agent in a message; a second subject shares one
 harmless source with her. Every distinctive string is listed in ``NEEDLES``: after the
-erasure none of them may be found anywhere, in any column of any table, nor in Redis."""
+erasure none of them may be found anywhere, in any column of any table, nor in Redis.
+
+``tell_in_free_text`` (issue 33, point 11) adds what people write about her in passing,
+each with her name and phone: a retirement reason (on the item, the tasks it flags, the
+outbox and the webhook deliveries), a rejection reason and an approval comment, a custom
+scenario's context, and a source's ``external_ref``."""
 
 from __future__ import annotations
 
@@ -24,10 +29,20 @@ SPEAKER = "Ottoline Q. (customer)"
 PHONE_META = "07700-900417-meta"
 REPLAYED = "Ottoline repeated her Zanzibarine birthday, 3 March"
 SHARED = "Weekly logistics call notes, 30 November"
+PHONE = "07700 900417"
+RETIREMENT = f"{NAME} phoned from {PHONE}: the reception note is out of date"
+REJECTION = f"{NAME} ({PHONE}) never asked for a morning window"
+APPROVAL = f"confirmed on the phone with {NAME}, {PHONE}"
+CALLER = f"{NAME} {PHONE}"
+SOURCE_REF = f"crm/{NAME}/{PHONE}"
+TASK = "order-q-7"
 OTHER = "Harbor Logistics"
 P9 = {"project": "P-9"}
 
-NEEDLES = (NAME, ALIAS, EXTERNAL_REF, ADDRESS, STATEMENT, MESSAGE, SPEAKER, PHONE_META, REPLAYED)
+NEEDLES = (
+    *(NAME, ALIAS, EXTERNAL_REF, ADDRESS, STATEMENT, MESSAGE, SPEAKER, PHONE_META, REPLAYED),
+    PHONE,
+)
 # The casefolded name (``name_normalized``) and the address alone, as a resolve would show.
 NEEDLES_FOLDED = tuple(n.casefold() for n in NEEDLES)
 
@@ -110,6 +125,48 @@ def build(flow: Flow, settle: Callable[[str], None] | None = None) -> Story:
         )
     )
     return story
+
+
+def task_fact(flow: Flow, story: Story, source: str, **overrides: Any) -> str:
+    """A task fact about her, waiting for review."""
+    fields: dict[str, Any] = {
+        "subject": story.subject,
+        "field": "delivery_window",
+        "value": "mornings",
+        "statement": "Deliver order Q-7 in the morning.",
+        "sources": [source],
+        "owner": "rita",
+        **overrides,
+    }
+    body = flow.body("task_fact", {"task": TASK}, **fields)
+    body.pop("basis", None)
+    memory = flow.ok(flow.post("agent", "/memories", body), 201)
+    assert memory["status"] == "pending_review", memory
+    return str(memory["id"])
+
+
+def tell_in_free_text(flow: Flow, story: Story) -> None:
+    """Her name and phone where people write freely: a task fact cites a record whose
+    ``external_ref`` names her and gets a custom scenario with her in its context and an
+    approval comment; a second is rejected with a reason naming her; the reception
+    preference, used by task-q-1, is retired with a reason naming her (the task is
+    flagged, a ``memory.retired`` and a ``task.needs_reverification`` event are sent)."""
+    record = {"kind": "business_record", "content": "Order Q-7", "external_ref": SOURCE_REF}
+    source = flow.ok(flow.post("agent", "/sources", record), 201)["id"]
+    story.sources.append(source)
+    approved = task_fact(flow, story, source)
+    scenario = {
+        "kind": "applicable",
+        "context": {"task": TASK, "caller": CALLER},
+        "expect": "applies",
+    }
+    flow.ok(flow.post("agent", f"/memories/{approved}/scenarios", scenario), 201)
+    flow.ok(flow.post("rita", f"/memories/{approved}/approve", {"comment": APPROVAL}))
+    rejected = task_fact(flow, story, source, field="delivery_slot", value="8-10")
+    flow.ok(flow.post("rita", f"/memories/{rejected}/reject", {"reason": REJECTION}))
+    reception = story.memories[2]
+    flow.ok(flow.retire(reception, reason=RETIREMENT))
+    story.memories += [approved, rejected]
 
 
 def grant_everywhere(flow: Flow, name: str, codename: str) -> None:

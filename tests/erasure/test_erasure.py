@@ -5,6 +5,8 @@ shared with another subject is kept and that subject's answers do not change."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from io import StringIO
 from typing import Any
 
@@ -17,12 +19,41 @@ from django_redis import get_redis_connection
 from audit.models import AuditEvent
 from audit.selectors import audit_verify
 from core.models import IdempotencyRecord, Outbox
+from memory import events
 from memory.models import Entity, Erasure, MemoryVersion, RetrievalRecord, Source
 from tests.approvals.support import Flow
 from tests.erasure import story
 from tests.erasure.story import NEEDLES, P9, build, scan_database, scan_redis
+from tests.webhooks.receiver import Receiver, live_receiver
+from tests.webhooks.support import create_webhook, webhook_manager
+from webhooks.delivery import deliveries_due
+from webhooks.models import WebhookDelivery
 
 REASON = {"reason": "Article 17 request, ticket PRIV-88"}
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    """A live webhook receiver on loopback, retried quickly."""
+    settings.MEMGOV_WEBHOOK_ALLOW_PRIVATE = True
+    settings.MEMGOV_WEBHOOK_RETRY_BASE_SECONDS = 0.2
+    with live_receiver() as receiver:
+        yield receiver
+
+
+def subscribe(flow: Flow, receiver: Receiver) -> None:
+    webhook_manager(flow)
+    receiver.secrets.append(create_webhook(flow, receiver.url, *events.EVENT_TYPES)["secret"])
+
+
+def deliver_what_waits(flow: Flow) -> None:
+    """Run the retry sweeper until no delivery waits (the retries are due within a second)."""
+    deadline = time.monotonic() + 30
+    while WebhookDelivery.objects.filter(status="pending").exists():
+        assert time.monotonic() < deadline, list(WebhookDelivery.objects.values())
+        time.sleep(0.1)
+        with flow._committed():
+            deliveries_due()
 
 
 def export(flow: Flow, who: str, subject: str) -> Any:
@@ -61,8 +92,17 @@ def test_the_export_before_an_erasure_holds_everything_about_her(flow: Flow):
     assert {"prev_hash", "hash"} <= set(exported[0])
 
 
-def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verifies(flow: Flow):
+def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verifies(
+    flow: Flow, receiver: Receiver
+):
     tale = build(flow)
+    # What people wrote about her in passing; the retirement's delivery is refused, so it
+    # waits at rest for a retry when the erasure starts.
+    subscribe(flow, receiver)
+    receiver.refuse_type = "memory.retired"
+    story.tell_in_free_text(flow, tale)
+    assert any(story.RETIREMENT in r.body.decode() for r in receiver.all())
+    assert Outbox.objects.filter(payload__data__reason=story.RETIREMENT).exists()
     assert export(flow, "erin", tale.subject)  # the export came before
     before_other = flow.ok(flow.post("agent", "/resolve", {"subject": tale.other, "context": P9}))
 
@@ -73,16 +113,30 @@ def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verif
     assert job["counts"] == {
         "items_retired": 3,
         "aliases": 1,
-        "versions": 3,
-        "approval_comments": 0,
-        "sources_purged": 2,
+        "versions": 5,
+        "approval_comments": 2,
+        "scenarios": 1,
+        "check_results": job["counts"]["check_results"],
+        "sources_purged": 3,
         "sources_kept": 1,
         "retrieval_records": 1,
         "retrieval_uses": 3,
+        "task_flags": 1,
         "idempotency_records": 1,
+        "outbox_rows": job["counts"]["outbox_rows"],
+        "webhook_deliveries": job["counts"]["webhook_deliveries"],
         "cache_entries": job["counts"]["cache_entries"],
     }
+    assert job["counts"]["outbox_rows"] >= 3  # retired, task flagged, rejected
+    assert job["counts"]["webhook_deliveries"] >= 3
     assert job["kept"] == [{"source": tale.shared_source, "also_cited_for": [tale.other]}]
+    # The refused retirement is sent again after the erasure finished: without her.
+    finished = len(receiver.all())
+    receiver.refuse_type = ""
+    deliver_what_waits(flow)
+    resent = [r.body.decode() for r in receiver.all()[finished:]]
+    assert any('"type":"memory.retired"' in body for body in resent)
+    assert not [body for body in resent if any(n in body for n in NEEDLES)]
     tables, found = scan_database(NEEDLES)
     assert found == []
     assert tables >= 30

@@ -1,0 +1,61 @@
+"""Webhook deliveries after an erasure (issue 33, point 11): a delivery's body is the event
+as sent, and an event's reason is free text (a retirement's, a rejection's) that may name
+the person. ``memory.erasure`` runs ``redact_deliveries`` as one of its phases, batch by
+batch in its own transactions: every delivery of the tenant naming the erased subject, one
+of its items or a source cited for it keeps its ids and statuses but loses its reason,
+sent or still waiting, so a retry after the erasure sends the redacted body (signed anew
+at each attempt). An event that waited in the broker through the whole erasure is
+redacted when it is fanned out (``event_data_for_fan_out``).
+
+A POST already in flight when its delivery is redacted still carries the body it read:
+at most one attempt, bounded by the attempt's timeout."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory.erasure import batch_size, erasure_count, events_redacted
+from memory.models import Erasure
+from webhooks.delivery import body_of
+from webhooks.models import WebhookDelivery
+
+PHASE = "webhook_deliveries"
+COUNTS = ("webhook_deliveries",)
+
+
+def redact_deliveries(erasure: Erasure) -> bool:
+    """One batch of the tenant's deliveries, in id order after ``erasure.cursor``."""
+    size = batch_size()
+    rows = list(
+        WebhookDelivery.objects.filter(tenant_id=erasure.tenant_id, pk__gt=erasure.cursor)
+        .order_by("pk")
+        .values_list("pk", "body")[:size]
+    )
+    if not rows:
+        return False
+    sent = [_event(body) for _, body in rows]
+    redacted = events_redacted(erasure.tenant_id, [dict(e.get("data") or {}) for e in sent])
+    changed = 0
+    for (pk, _), event, data in zip(rows, sent, redacted, strict=True):
+        if data is not None:
+            body = body_of(str(event.get("type")), str(event.get("timestamp")), data)
+            changed += WebhookDelivery.objects.filter(pk=pk).update(body=body)
+    erasure.cursor = rows[-1][0]
+    erasure_count(erasure, webhook_deliveries=changed)
+    return len(rows) == size
+
+
+def event_data_for_fan_out(tenant_id: int, data: dict[str, Any]) -> dict[str, Any]:
+    """The event's data as it may be sent now: without its reason if it names what an
+    erasure has erased since the event was written."""
+    [redacted] = events_redacted(tenant_id, [data])
+    return data if redacted is None else redacted
+
+
+def _event(body: str) -> dict[str, Any]:
+    try:
+        event = json.loads(body)
+    except ValueError:
+        return {}
+    return event if isinstance(event, dict) else {}
