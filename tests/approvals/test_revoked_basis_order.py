@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from approvals import checks, tasks
 from approvals.models import CheckResult
-from memory.models import Status
+from memory.models import Source, Status
 from memory.selectors import current_policy, resolver_policy
 from tests.approvals.support import Flow, head
 
@@ -93,7 +93,7 @@ def test_a_revocation_leaving_another_item_on_the_memo_in_use_fails(flow: Flow):
     broad = payment_rule(flow, P5, "net30", memo)
     flow.approve(broad, "rita", "lena")
     assert flow.memory(broad)["status"] == "active"
-    head(broad).sources.remove(memo)
+    head(broad).sources.remove(Source.objects.get(pk=memo))
     narrow = payment_rule(flow, P5_S1, "net45", memo)
 
     flow.approve(narrow, "rita", "lena")
@@ -112,7 +112,7 @@ def test_a_revocation_that_would_leave_the_version_in_use_fails(flow: Flow):
     # Given a rule whose own link to its memo is missing: the revocation would not reach it.
     memo = flow.source("approval_record", content="FIN-MEMO-12: P-5 net30.")
     rule = payment_rule(flow, P5, "net30", memo)
-    head(rule).sources.remove(memo)
+    head(rule).sources.remove(Source.objects.get(pk=memo))
 
     flow.approve(rule, "rita", "lena")
 
