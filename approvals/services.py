@@ -14,7 +14,7 @@ from django.utils import timezone
 from approvals.models import Approval
 from audit.chain import digest
 from audit.services import audit_append
-from core.authority import Authority, has_tenant_permission, is_proposer, may_retire, may_review
+from core.authority import RETIRE, Authority, has_tenant_permission, is_proposer, may_review
 from core.errors import Conflict, Forbidden, InvalidContent
 from core.principals import Principal
 from memory import events, rules
@@ -141,10 +141,13 @@ def memory_retire(
     flagged for re-verification (none when the caller says ``continue``)."""
     with transaction.atomic(durable=True):
         head = _lock_head(item)
-        if not may_retire(principal, head):
-            _require_person(principal, "retire memory")
-            raise Forbidden("Retiring this memory needs retire_memory over its scope.")
         versions = locked_versions(item, IN_USE_OR_OPEN)
+        # Authority over every version ended, not the head alone (issue 33); with nothing
+        # to end, over the head, so a stranger learns 403 rather than the item's status.
+        authority = Authority.load(principal)
+        if not authority.may_retire_all(versions or [head]):
+            _require_person(principal, "retire memory")
+            raise Forbidden(_retire_refusal(authority, [head, *versions]))
         if not versions:
             raise Conflict(f"Nothing to retire: the memory is {head.status}.")
         flagged = end_use(
@@ -156,6 +159,15 @@ def memory_retire(
             flag_event=None if in_flight == "continue" else "retired",
         )
     return flagged
+
+
+def _retire_refusal(authority: Authority, versions: Sequence[MemoryVersion]) -> str:
+    refusal = "Retiring this memory needs retire_memory over its scope."
+    outside = sorted({v.number for v in versions if not authority.may_retire(v)})
+    if authority.may_retire(versions[0]) and outside:
+        named = ", ".join(f"v{number}" for number in outside)
+        refusal += f" It would also end {named}, whose scope is outside your authority."
+    return refusal
 
 
 def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
@@ -279,17 +291,15 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
             .distinct()
         )
         items = list(MemoryItem.objects.filter(pk__in=affected).order_by("pk"))
-        heads = {
-            v.item_id: v
-            for v in MemoryVersion.objects.filter(
-                item__in=items, sources=locked, status__in=IN_USE_OR_OPEN
-            )
+        # Every version the revocation ends, locked (lineage first, in id order), and
+        # authority over each of them: not one version per item (issue 33).
+        ending = {
+            item.pk: [v for v in locked_versions(item, IN_USE_OR_OPEN) if locked.pk in v.source_ids]
+            for item in items
         }
+        every = [v for versions in ending.values() for v in versions]
         authority = Authority.load(principal)
-        allowed = authority.has("retire_memory") or (
-            bool(heads) and all(authority.may_retire(v) for v in heads.values())
-        )
-        if not allowed:
+        if not (authority.may_retire_all(every) if every else authority.has(RETIRE)):
             raise Forbidden(
                 "Revoking this source needs retire_memory over every memory based on it."
             )
@@ -305,12 +315,9 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
             data={"reason_sha256": digest(reason), "memories": [i.pk for i in items]},
         )
         for item in items:
-            versions = [
-                v for v in locked_versions(item, IN_USE_OR_OPEN) if locked.pk in v.source_ids
-            ]
             end_use(
                 item=item,
-                versions=versions,
+                versions=ending[item.pk],
                 to=Status.RETIRED,
                 actor=principal.name,
                 reason=f"source {locked.pk} revoked: {reason}",

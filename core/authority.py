@@ -148,6 +148,14 @@ class Authority:
             return True
         return self.holds(RETIRE, version.scope)
 
+    def may_retire_all(self, versions: Iterable[Governed]) -> bool:
+        """``may_retire`` over every version an action ends (a retirement ends the whole
+        lineage in use, a revocation every version citing the source), not over one of
+        them: a correction scoped to P-9 must not carry a P-10 rule out of use. Nothing
+        to end proves no authority."""
+        ending = list(versions)
+        return bool(ending) and all(self.may_retire(v) for v in ending)
+
     def sees(self, version: Governed) -> bool:
         """Open it in the dashboard: visible, and theirs or within their oversight."""
         user = self.principal.user

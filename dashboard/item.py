@@ -7,7 +7,7 @@ page with that status, and success redirects (post/redirect/get)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,11 @@ class Abilities:
     link: bool
 
 
-def abilities(authority: Authority, head: MemoryVersion) -> Abilities:
+def abilities(
+    authority: Authority, head: MemoryVersion, versions: Sequence[MemoryVersion]
+) -> Abilities:
+    """``versions``: the lineage; retiring ends every one of them in use or open, so the
+    button is offered only with authority over each (as the service decides)."""
     user = authority.principal.user
     assert user is not None  # noqa: S101 - dashboard principals are people
     reviewer = authority.may_review(head)
@@ -100,7 +104,7 @@ def abilities(authority: Authority, head: MemoryVersion) -> Abilities:
     retire = authority.may_retire(head)
     return Abilities(
         decide=head.status == Status.PENDING_REVIEW and reviewer and not proposer and not decided,
-        retire=retire and head.status in IN_USE_OR_OPEN,
+        retire=authority.may_retire_all(v for v in versions if v.status in IN_USE_OR_OPEN),
         recheck=reviewer and head.status == Status.CHECKS_FAILED,
         scenarios=(reviewer or head.owner_id == user.pk) and head.status in OPEN_STATUSES,
         revoke=retire,
@@ -135,7 +139,7 @@ def item_context(
             initial={"name": item.subject_mention, "aliases": item.subject_mention}
         ),
     }
-    can = abilities(oversight, head)
+    can = abilities(oversight, head, versions)
     held = can.link and item.subject_id is None
     events = (
         list(audit_events(tenant=principal.tenant, target=item.pk).order_by("-seq")[:50])
