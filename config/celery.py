@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _same_redis_as_the_deployment(**_: Any) -> None:
+    from core.deployment import check_redis_databases  # noqa: PLC0415 - apps load after this
+
+    try:
+        check_redis_databases()
+    except ImproperlyConfigured as exc:  # Celery logs a handler's exception and goes on
+        raise SystemExit(f"refusing to start: {exc}") from exc
 
 
 def prepare_embedded_broker() -> None:

@@ -7,6 +7,7 @@ them here changed no schema (migrations ``core.0001`` and the state-only moves).
 
 from __future__ import annotations
 
+import uuid
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.conf import settings
@@ -251,3 +252,13 @@ class Outbox(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk}"
+
+
+class Deployment(models.Model):
+    """One row: the id by which every process of this deployment recognises the Redis
+    databases the others use (``core.deployment``)."""
+
+    key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+
+    def __str__(self) -> str:
+        return str(self.key)

@@ -8,11 +8,13 @@ import os
 from typing import Any
 
 import anyio
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 
 from agent_mcp.calls import check_key
 from agent_mcp.server import build_server
+from core.deployment import check_redis_databases
 
 ENV = "MEMGOV_API_KEY"
 
@@ -24,6 +26,10 @@ class Command(BaseCommand):
         raw = os.environ.get(ENV, "").strip()
         if not raw:
             raise CommandError(f"Set {ENV} to an API key (manage.py create_api_key prints one).")
+        try:
+            check_redis_databases()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from exc
         refused = check_key(raw)
         if refused is not None:
             raise CommandError(f"{ENV} is refused: {refused}")
