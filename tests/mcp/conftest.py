@@ -79,12 +79,11 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
     port = free_port()
     with django_db_blocker.unblock():
         db_url = database_url()
+    # One Redis database for the cache and the broker, as README's stdio example assumes.
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "CELERY_BROKER_URL")},
         "DATABASE_URL": db_url,
-        "REDIS_URL": redis.url,
-        "CACHE_URL": f"{redis.url}/1",
-        "CELERY_BROKER_URL": f"{redis.url}/2",
+        "REDIS_URL": f"{redis.url}/1",
         "SECRET_KEY": "test-only-secret-key-for-the-mcp-server",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DEBUG": "false",
