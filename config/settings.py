@@ -171,6 +171,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
+    "config.security.SignInThrottle",  # first: a locked sign-in is refused before any check
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -178,6 +179,16 @@ ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Sign-in throttle (config/security.py), for the dashboard, the admin and any password
+# login: failures per (username, client address), per username from every address, and
+# the window both count in. The client address is REMOTE_ADDR unless MEMGOV_TRUSTED_PROXIES
+# names how many proxies in front append to MEMGOV_CLIENT_IP_HEADER: never trust a header
+# a client can send when clients can reach the server directly.
+LOGIN_FAILURE_LIMIT = env_int("MEMGOV_LOGIN_FAILURE_LIMIT", 5)
+LOGIN_USERNAME_FAILURE_LIMIT = env_int("MEMGOV_LOGIN_USERNAME_FAILURE_LIMIT", 50)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("MEMGOV_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+TRUSTED_PROXIES = env_int("MEMGOV_TRUSTED_PROXIES", 0)
+CLIENT_IP_HEADER = env_str("MEMGOV_CLIENT_IP_HEADER", "X-Forwarded-For")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -42,6 +42,9 @@ urlpatterns = [
     path("", include("dashboard.urls")),
 ]
 
+# The admin's sign-in page says why a locked sign-in is refused (config/security.py).
+admin.site.login_form = security.ThrottledAdminAuthenticationForm
+
 handler400 = "config.problems.bad_request"
 handler403 = "config.problems.permission_denied"
 handler404 = "config.problems.page_not_found"

@@ -14,10 +14,11 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from config.security import LOCKED_MESSAGE, SELF_ONLY_POLICY
+from config.security import SELF_ONLY_POLICY, locked_message
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 ROOT = Path(__file__).resolve().parents[2]
+LOCKED_MESSAGE = locked_message("address")
 
 
 @pytest.fixture(autouse=True)
