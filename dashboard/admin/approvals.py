@@ -78,11 +78,24 @@ class TenantScoped:
         return queryset.none() if tenant is None else self._scoped(queryset, tenant)
 
     def get_list_filter(self, request: HttpRequest) -> Any:
-        """No filter listing other tenants (or their people) for a tenant admin."""
+        """No filter listing other tenants (or their people) for a tenant admin, and a
+        filter on any other relation (a person's groups, a check's run) offers only the
+        rows that the tenant's own rows point to: Django's default lists the whole table,
+        every tenant's group names included."""
         filters = super().get_list_filter(request)  # type: ignore[misc]
         if self._superuser(request):
             return filters
-        return [f for f in filters if f not in ("tenant", "principal")]
+        model = self.model  # type: ignore[attr-defined]  # a ModelAdmin's
+        return [_own_choices(model, f) for f in filters if f not in ("tenant", "principal")]
+
+
+def _own_choices(model: type[Model], list_filter: Any) -> Any:
+    """A relation named by its field becomes a filter of the related rows in use only."""
+    if isinstance(list_filter, str) and "__" not in list_filter:
+        field = model._meta.get_field(list_filter)
+        if field.is_relation:
+            return (list_filter, admin.RelatedOnlyFieldListFilter)
+    return list_filter
 
 
 class ReadOnlyAdmin(TenantScoped, ModelAdminBase):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from io import StringIO
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -111,3 +111,22 @@ def test_a_superuser_without_a_tenant_picks_one_instead_of_a_looping_link(demo: 
     assert demo.tenant.name.replace("&", "&amp;") in page
     assert f"?tenant__id__exact={demo.tenant.pk}" in page
     assert 'href="/"' not in page.split("<main", 1)[1]  # no link back to itself
+
+
+def test_ritas_people_filter_offers_her_tenants_groups_and_none_of_globex(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    zed = outsider(django_capture_on_commit_callbacks)
+    Group.objects.create(name="globex-night-shift").user_set.add(zed)
+    Group.objects.create(name="demo-reviewers").user_set.add(demo.users["sam"])
+    Group.objects.create(name="nobodys-group")
+
+    page = _signed_in("rita").get(reverse("admin:auth_user_changelist")).content.decode()
+
+    assert "demo-reviewers" in page
+    assert "globex-night-shift" not in page and "nobodys-group" not in page
+    root = User.objects.create_superuser("root", "root@example.com", "root-pass-123")
+    client = Client()
+    client.force_login(root)
+    everything = client.get(reverse("admin:auth_user_changelist")).content.decode()
+    assert "globex-night-shift" in everything and "demo-reviewers" in everything
