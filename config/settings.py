@@ -318,6 +318,9 @@ MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 # until the window (24 hours) ends, then its endpoint is disabled. Tests shrink the base.
 MEMGOV_WEBHOOK_RETRY_BASE_SECONDS = float(env_str("MEMGOV_WEBHOOK_RETRY_BASE_SECONDS", "5"))
 MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = env_int("MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600)
+# One attempt in all (connecting, sending, the whole answer's head): a receiver trickling
+# its answer is cut off here, not after each slow read.
+MEMGOV_WEBHOOK_DEADLINE_SECONDS = float(env_str("MEMGOV_WEBHOOK_DEADLINE_SECONDS", "10"))
 # Endpoints on loopback, private or link-local addresses are refused unless this is set.
 MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
 

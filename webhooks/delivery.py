@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
@@ -26,16 +25,16 @@ from django.utils import timezone
 
 from core.outbox import BROKER_DOWN
 from memory.events import REASON_CHARS
-from webhooks import signing
-from webhooks.addresses import url_problem
+from webhooks import signing, transport
+from webhooks.addresses import url_target
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from webhooks.services import webhook_disable
 
 logger = logging.getLogger(__name__)
 DELIVER_TASK = "webhooks.tasks.deliver"
-TIMEOUT_SECONDS = 5.0
-# An attempt holds its claim this long; a worker that died mid-attempt frees it then.
-CLAIM_FOR = timedelta(seconds=60)
+# An attempt holds its claim this long past its deadline; a worker that died mid-attempt
+# frees it then.
+CLAIM_MARGIN = timedelta(seconds=60)
 # Longer waits go to the sweeper rather than a countdown (see the module docstring).
 MAX_COUNTDOWN = timedelta(minutes=10)
 DUE_BATCH = 500
@@ -47,6 +46,11 @@ def retry_base() -> timedelta:
 
 def retry_window() -> timedelta:
     return timedelta(seconds=settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS)
+
+
+def attempt_deadline() -> float:
+    """Seconds one attempt may take in all: resolving, connecting, sending, the answer."""
+    return float(settings.MEMGOV_WEBHOOK_DEADLINE_SECONDS)
 
 
 def next_attempt_at(
@@ -157,7 +161,7 @@ def _claim(delivery_id: str, now: datetime) -> bool:
             pk=delivery_id,
             status=WebhookDelivery.Status.PENDING,
             next_attempt_at__lte=now,
-        ).update(claimed_until=now + CLAIM_FOR)
+        ).update(claimed_until=now + timedelta(seconds=attempt_deadline()) + CLAIM_MARGIN)
         == 1
     )
 
@@ -183,10 +187,11 @@ def signing_keys(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
 
 def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: datetime) -> Outcome:
     started = time.perf_counter()
+    deadline = time.monotonic() + attempt_deadline()
     status_code, error = None, ""
-    problem = url_problem(endpoint.url)
-    if problem is not None:
-        error = f"refused: the URL {problem}"
+    target = url_target(endpoint.url)  # resolved once: the connection goes where checked
+    if target.problem is not None:
+        error = f"refused: the URL {target.problem}"
     else:
         body = delivery.body.encode()
         headers = signing.signed_headers(
@@ -196,18 +201,20 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: datetime) -
             body=body,
         )
         try:
-            # Streamed and closed unread: only the status counts, and a receiver cannot
-            # make us hold a large answer in memory.
-            with (
-                httpx.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client,
-                client.stream("POST", endpoint.url, content=body, headers=headers) as response,
-            ):
-                status_code = response.status_code
+            # Only the status counts: the answer's body is never read, so a receiver
+            # cannot make us hold a large one in memory. Redirects are not followed.
+            status_code = transport.post(
+                endpoint.url,
+                addresses=target.addresses,
+                body=body,
+                headers=headers,
+                deadline=deadline,
+            )
             if not 200 <= status_code < 300:
                 error = f"HTTP {status_code}"
-        except httpx.TimeoutException:
-            error = f"no answer within {TIMEOUT_SECONDS:g} seconds"
-        except httpx.HTTPError as exc:
+        except transport.TIMED_OUT:
+            error = f"no answer within {attempt_deadline():g} seconds"
+        except transport.FAILURES as exc:
             error = f"{type(exc).__name__}: {exc}"
     latency = round((time.perf_counter() - started) * 1000)
     return Outcome(status_code, latency, error[:REASON_CHARS])

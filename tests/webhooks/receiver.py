@@ -5,6 +5,8 @@ answers the status codes a test scripts (then 200)."""
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -67,7 +69,9 @@ class Receiver:
 
 
 @contextmanager
-def live_receiver() -> Iterator[Receiver]:
+def live_receiver(tls: ssl.SSLContext | None = None, host: str = "127.0.0.1") -> Iterator[Receiver]:
+    """Listens on 127.0.0.1; ``host`` is the name in its URL (a test resolves it there),
+    and with ``tls`` it speaks HTTPS."""
     receiver = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
@@ -88,7 +92,10 @@ def live_receiver() -> Iterator[Receiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/memgov"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    receiver.url = f"{scheme}://{host}:{server.server_address[1]}/hooks/memgov"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -96,3 +103,66 @@ def live_receiver() -> Iterator[Receiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@dataclass
+class Trickle:
+    """A receiver that answers one byte of ``HTTP/1.1 200 OK`` at a time, ``interval``
+    seconds apart, for ``length`` seconds: each read is quick, the whole answer is not."""
+
+    url: str = ""
+    interval: float = 0.3
+    length: float = 60.0
+    connections: list[float] = field(default_factory=list)  # when each was accepted
+    finished: list[float] = field(default_factory=list)  # when each answer was complete
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def _trickle_answer(trickle: Trickle, conn: socket.socket) -> None:
+    with conn:
+        conn.settimeout(5)
+        try:
+            conn.recv(65536)  # the request; the answer does not depend on it
+            started = time.monotonic()
+            head = b"HTTP/1.1 200 OK\r\nX-Slow: "
+            for byte in range(len(head)):
+                conn.sendall(head[byte : byte + 1])
+                if trickle.stop.wait(trickle.interval):
+                    return
+            while time.monotonic() - started < trickle.length:
+                conn.sendall(b"z")
+                if trickle.stop.wait(trickle.interval):
+                    return
+            conn.sendall(b"\r\nContent-Length: 0\r\n\r\n")
+            trickle.finished.append(time.monotonic())
+        except OSError:
+            return  # the sender hung up: what a deadline does
+
+
+@contextmanager
+def trickling_receiver(interval: float = 0.3, length: float = 60.0) -> Iterator[Trickle]:
+    """A real TCP server on 127.0.0.1 that trickles its answer (issue 33, point 9)."""
+    trickle = Trickle(interval=interval, length=length)
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    trickle.url = f"http://127.0.0.1:{server.getsockname()[1]}/hooks/slow"
+
+    def serve() -> None:
+        while not trickle.stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            trickle.connections.append(time.monotonic())
+            threading.Thread(target=_trickle_answer, args=(trickle, conn), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield trickle
+    finally:
+        trickle.stop.set()
+        thread.join(timeout=5)
+        server.close()

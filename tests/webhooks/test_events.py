@@ -21,7 +21,6 @@ from tests.approvals.support import Flow
 from tests.conftest import World
 from tests.webhooks.receiver import Receiver, live_receiver
 from tests.webhooks.support import MANAGER, create_webhook, webhook_manager
-from webhooks import delivery as delivery_module
 from webhooks.delivery import deliveries_due
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -250,10 +249,10 @@ def test_a_redirect_is_not_followed_and_counts_as_a_failure(flow: Flow, receiver
     assert delivery["last_error"] == "HTTP 307" and delivery["next_attempt_at"] is not None
 
 
-def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(
-    flow: Flow, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+def test_a_receiver_slower_than_the_deadline_is_a_failed_attempt(
+    flow: Flow, receiver: Receiver, settings
 ):
-    monkeypatch.setattr(delivery_module, "TIMEOUT_SECONDS", 0.5)
+    settings.MEMGOV_WEBHOOK_DEADLINE_SECONDS = 0.5
     webhook = subscribe(flow, receiver, "memory.pending_review")
     receiver.delay = 1.5
 
