@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.test import Client
+from django.urls import reverse
 
 from audit.models import AuditEvent
 from memory.models import MemoryVersion, Source, Status
@@ -77,6 +79,24 @@ def test_reviewer_of_p9_cannot_retire_it_from_the_dashboard_either(flow: Flow):
 
     assert response.status_code == 403
     assert "retire_memory" in response.content.decode()
+    assert statuses(memory_id) == [Status.ACTIVE, Status.PENDING_REVIEW]
+    assert not audited("memory.retired", memory_id)
+
+
+def test_reviewer_of_p9_cannot_retire_it_from_the_admin_either(flow: Flow):
+    memo = flow.source("approval_record")
+    memory_id = p10_rule_with_a_p9_correction(flow, memo)
+    User.objects.filter(pk=flow.world.users["omar"].pk).update(is_staff=True, is_superuser=True)
+    action = {"action": "retire_selected", "_selected_action": [memory_id]}
+
+    done = dashboard(flow, "omar").post(
+        reverse("admin:memory_memoryitem_changelist"),
+        {**action, "apply": "Retire memories", "reason": "withdrawn"},
+        follow=True,
+    )
+
+    [message] = [str(m) for m in done.context["messages"]]
+    assert message.startswith(f"{memory_id}: Retiring this memory needs retire_memory")
     assert statuses(memory_id) == [Status.ACTIVE, Status.PENDING_REVIEW]
     assert not audited("memory.retired", memory_id)
 
