@@ -28,6 +28,7 @@ from tests.webhooks.receiver import Receiver, live_receiver
 from tests.webhooks.support import create_webhook, webhook_manager
 from webhooks.delivery import deliveries_due
 from webhooks.models import WebhookDelivery
+from webhooks.tasks import fan_out_event
 
 REASON = {"reason": "Article 17 request, ticket PRIV-88"}
 
@@ -161,6 +162,44 @@ def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verif
     assert not IdempotencyRecord.objects.filter(key="quill-1").exists()
     assert MemoryVersion.objects.filter(subject_id=tale.subject, erased_at=None).count() == 0
     print(f"column scan: {tables} tables")
+
+
+def test_an_event_still_in_the_broker_during_the_erasure_is_sent_without_its_reason(
+    flow: Flow, receiver: Receiver
+):
+    # Given her reception preference retired with a reason naming her, and the other
+    # subject's retired too, before anyone subscribed; the retirement's event is taken as
+    # the broker holds it, not yet fanned out.
+    tale = build(flow)
+    flow.ok(flow.retire(tale.memories[2], reason=story.RETIREMENT))
+    flow.ok(flow.retire(tale.other_memory, reason="Harbor Logistics moved its calls"))
+    [queued] = [
+        dict(row.payload)
+        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        if row.payload["event_type"] == "memory.retired"
+        and row.payload["data"]["reason"] == story.RETIREMENT
+    ]
+    subscribe(flow, receiver)
+
+    # When she is erased, and only then the worker fans the event out.
+    erase(flow, tale.subject)
+    with flow._committed():
+        fan_out_event.delay(**queued)
+
+    # Then the receiver gets the event with its ids and no reason.
+    [sent] = [r for r in receiver.all() if r.headers["webhook-id"] == queued["event_id"]]
+    assert sent.verified_with
+    assert sent.event["data"]["memory_id"] == tale.memories[2]
+    assert sent.event["data"]["reason"] == "[erased]"
+    assert not any(n in sent.body.decode() for n in NEEDLES)
+    # The other subject's event keeps its reason, at rest too.
+    [other] = [
+        row.payload
+        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        if row.payload["event_type"] == "memory.retired"
+        and row.payload["data"]["memory_id"] == tale.other_memory
+    ]
+    assert other["data"]["reason"] == "Harbor Logistics moved its calls"
 
 
 def test_an_erased_subject_resolves_to_410_and_no_proposal_may_name_it(flow: Flow):

@@ -1,7 +1,8 @@
 """Erasure with real components (issue 12): PostgreSQL, the Redis broker and cache, and
 Celery workers — one embedded, and one started as a process and killed with SIGKILL in
 the middle of an erasure of 2,000 versions, which a restarted worker finishes with exact
-counts."""
+counts. A live webhook receiver gets nothing about her once the erasure is done, not even
+a retry of an event written before it (issue 33, point 11)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,12 @@ from audit.models import AuditEvent
 from audit.selectors import audit_verify
 from bench.erasure_bench import build_subject
 from core.principals import principal_for_user
+from memory import events
 from memory.erasure import erasure_start
 from memory.models import Erasure, MemoryVersion, RetrievalRecord, Source
 from tests.approvals.support import Flow
 from tests.conftest import World, needs
+from tests.erasure import story
 from tests.erasure.story import NEEDLES, P9, build, eraser, scan_database, scan_redis
 from tests.integration.slow_erasure_worker import PAUSED
 from tests.integration.test_workflow_worker import (
@@ -37,6 +40,8 @@ from tests.integration.test_workflow_worker import (
     embedded_worker,
     wait_for,
 )
+from tests.webhooks.receiver import live_receiver
+from tests.webhooks.support import create_webhook, webhook_manager
 
 pytestmark = [
     needs("redis"),
@@ -56,13 +61,28 @@ def flow(world: World, broker: None) -> Flow:  # noqa: F811 - the fixture above
     return flow
 
 
-def test_with_a_real_worker_nothing_about_her_is_left_in_any_column_or_in_redis(flow: Flow):
-    with embedded_worker():
+def test_with_a_real_worker_nothing_about_her_is_left_in_any_column_or_in_redis(
+    flow: Flow, settings: Any
+):
+    settings.MEMGOV_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
+    settings.MEMGOV_WEBHOOK_RETRY_BASE_SECONDS = 0.2
+    with embedded_worker(), live_receiver() as receiver:
         tale = build(
             flow,
             settle=lambda memory_id: wait_for(
                 "the gate run", lambda: flow.memory(memory_id)["status"] == "active"
             ),
+        )
+        # What people wrote about her in passing; the receiver refuses the retirements,
+        # so the one naming her is retried until after the erasure.
+        webhook_manager(flow)
+        hook = create_webhook(flow, receiver.url, *events.EVENT_TYPES)
+        receiver.secrets.append(hook["secret"])
+        receiver.refuse_type = "memory.retired"
+        story.tell_in_free_text(flow, tale)
+        wait_for(
+            "the refused retirement",
+            lambda: any(story.RETIREMENT in r.body.decode() for r in receiver.all()),
         )
         document = flow.get("erin", f"/entities/{tale.subject}/export")
         exported = b"".join(document.streaming_content).decode()
@@ -73,9 +93,23 @@ def test_with_a_real_worker_nothing_about_her_is_left_in_any_column_or_in_redis(
         )
         path = f"/erasures/{body['erasure']}"
         wait_for("the erasure", lambda: flow.ok(flow.get("erin", path))["status"] == "done")
+        finished = len(receiver.all())
+        receiver.refuse_type = ""
+        wait_for(
+            "the retirement sent again",
+            lambda: any(
+                r.event["type"] == "memory.retired"
+                and r.event["data"]["memory_id"] == tale.memories[2]
+                for r in receiver.all()[finished:]
+                if r.answered == 200
+            ),
+        )
 
+    resent = [r.body.decode() for r in receiver.all()[finished:]]
+    assert not [text for text in resent if any(n in text for n in NEEDLES)]
     job = flow.ok(flow.get("erin", path))
-    assert job["counts"]["versions"] == 3
+    assert job["counts"]["versions"] == 5
+    assert job["counts"]["webhook_deliveries"] >= 3
     assert job["kept"] == [{"source": tale.shared_source, "also_cited_for": [tale.other]}]
     tables, found = scan_database(NEEDLES)
     print(f"\ncolumn scan: {tables} tables (information_schema), found: {found}")
