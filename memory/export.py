@@ -5,20 +5,34 @@ The document is produced as a stream of byte chunks: each section is a query rea
 thousands of versions costs the memory of one chunk, not of the whole answer.
 
 Shape: ``{"entity": {…}, "aliases": [...], "versions": [...], "sources": [...],
-"retrievals": [...], "audit_events": [...]}``; a version names its ``memory_id``."""
+"retrievals": [...], "audit_events": [...]}``; a version names its ``memory_id`` and
+carries what people wrote about it: its custom ``scenarios``, the reviewers' ``approvals``
+(with their comments) and the ``task_flags`` it caused (with their reasons), the free
+text an erasure clears too."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
+
+from django.db.models import Prefetch
 
 from audit.models import AuditEvent
 from audit.representations import event_representation
 from core.authority import require_export
 from core.principals import Principal
 from core.times import iso
-from memory.models import Entity, MemoryItem, MemoryVersion, RetrievalUse, Source
+from memory.models import (
+    Entity,
+    MemoryItem,
+    MemoryVersion,
+    RetrievalUse,
+    Scenario,
+    Source,
+    TaskFlag,
+)
 from memory.selectors import access_entity
 from memory.serializers import source_representation
 
@@ -75,37 +89,77 @@ def _aliases(entity: Entity) -> Iterator[dict[str, Any]]:
 
 
 def _versions(entity: Entity) -> Iterator[dict[str, Any]]:
+    """In chunks: each chunk's scenarios and approvals are prefetched, its task flags read
+    in one query (they name the lineage and the version's number, not the version)."""
     rows = (
         MemoryVersion.objects.filter(tenant_id=entity.tenant_id, subject=entity)
         .select_related("owner")
+        .prefetch_related(
+            Prefetch("scenarios", queryset=Scenario.objects.order_by("pk")), "approvals__reviewer"
+        )
         .order_by("item_id", "number")
     )
-    for v in rows.iterator(chunk_size=CHUNK):
-        yield {
-            "memory_id": v.item_id,
-            "version": v.number,
-            "kind": v.kind,
-            "field": v.field,
-            "value": v.value,
-            "statement": v.statement,
-            "scope": v.scope,
-            "status": v.status,
-            "status_reason": v.status_reason,
-            "owner": v.owner.get_username(),
-            "proposed_by": v.proposed_by,
-            "verification": v.verification,
-            "assertion": v.assertion,
-            "sources": v.source_ids,
-            "basis": v.basis,
-            "valid_from": iso(v.valid_from),
-            "valid_to": iso(v.valid_to),
-            "expires_at": iso(v.expires_at),
-            "recorded_at": iso(v.recorded_at),
-            "activated_at": iso(v.activated_at),
-            "deactivated_at": iso(v.deactivated_at),
-            "status_changed_at": iso(v.status_changed_at),
-            "erased_at": iso(v.erased_at),
-        }
+    versions = rows.iterator(chunk_size=CHUNK)
+    while chunk := list(islice(versions, CHUNK)):
+        flags = _task_flags(entity, {v.item_id for v in chunk})
+        for v in chunk:
+            yield {**_version(v), "task_flags": flags.get((v.item_id, v.number), [])}
+
+
+def _task_flags(entity: Entity, items: set[str]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    flags: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    rows = TaskFlag.objects.filter(tenant_id=entity.tenant_id, item_id__in=items).order_by("pk")
+    for flag in rows:
+        flags.setdefault((flag.item_id, flag.version_number), []).append(
+            {
+                "task_id": flag.task_id,
+                "event": flag.event,
+                "reason": flag.reason,
+                "at": iso(flag.at),
+            }
+        )
+    return flags
+
+
+def _version(v: MemoryVersion) -> dict[str, Any]:
+    return {
+        "memory_id": v.item_id,
+        "version": v.number,
+        "kind": v.kind,
+        "field": v.field,
+        "value": v.value,
+        "statement": v.statement,
+        "scope": v.scope,
+        "status": v.status,
+        "status_reason": v.status_reason,
+        "owner": v.owner.get_username(),
+        "proposed_by": v.proposed_by,
+        "verification": v.verification,
+        "assertion": v.assertion,
+        "sources": v.source_ids,
+        "basis": v.basis,
+        "valid_from": iso(v.valid_from),
+        "valid_to": iso(v.valid_to),
+        "expires_at": iso(v.expires_at),
+        "recorded_at": iso(v.recorded_at),
+        "activated_at": iso(v.activated_at),
+        "deactivated_at": iso(v.deactivated_at),
+        "status_changed_at": iso(v.status_changed_at),
+        "erased_at": iso(v.erased_at),
+        "scenarios": [
+            {**scenario.as_dict(), "created_by": scenario.created_by}
+            for scenario in v.scenarios.all()
+        ],
+        "approvals": [
+            {
+                "reviewer": a.reviewer.get_username(),
+                "decision": a.decision,
+                "comment": a.comment,
+                "at": iso(a.at),
+            }
+            for a in v.approvals.all()
+        ],
+    }
 
 
 def _sources(entity: Entity) -> Iterator[dict[str, Any]]:

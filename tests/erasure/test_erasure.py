@@ -72,12 +72,22 @@ def erase(flow: Flow, subject: str, who: str = "erin") -> str:
 
 def test_the_export_before_an_erasure_holds_everything_about_her(flow: Flow):
     tale = build(flow)
+    story.tell_in_free_text(flow, tale)
 
     document = export(flow, "erin", tale.subject)
 
-    text = json.dumps(document)
-    for needle in NEEDLES:
+    text = json.dumps(document, ensure_ascii=False)
+    for needle in (*NEEDLES, story.RETIREMENT, story.REJECTION, story.SOURCE_REF):
         assert needle in text, needle
+    versions = {v["memory_id"]: v for v in document["versions"]}
+    approved, rejected, reception = tale.memories[3], tale.memories[4], tale.memories[2]
+    [scenario] = versions[approved]["scenarios"]
+    assert scenario["context"] == {"task": story.TASK, "caller": story.CALLER}
+    [approval] = versions[approved]["approvals"]
+    assert (approval["reviewer"], approval["comment"]) == ("rita", story.APPROVAL)
+    assert versions[rejected]["approvals"][0]["comment"] == story.REJECTION
+    [flag] = versions[reception]["task_flags"]
+    assert (flag["task_id"], flag["reason"]) == ("task-q-1", story.RETIREMENT)
     assert document["entity"]["id"] == tale.subject
     assert [a["alias"] for a in document["aliases"]] == [story.ALIAS]
     assert {v["memory_id"] for v in document["versions"]} == set(tale.memories)
