@@ -64,8 +64,8 @@ def export(flow: Flow, who: str, subject: str) -> Any:
     return json.loads(b"".join(response.streaming_content))
 
 
-def erase(flow: Flow, subject: str, who: str = "erin") -> str:
-    body = flow.ok(flow.post(who, f"/entities/{subject}/erase", REASON), 202)
+def erase(flow: Flow, subject: str, who: str = "erin", reason: dict[str, str] = REASON) -> str:
+    body = flow.ok(flow.post(who, f"/entities/{subject}/erase", reason), 202)
     assert body["erasure"].startswith("era_")
     return str(body["erasure"])
 
@@ -117,7 +117,8 @@ def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verif
     assert export(flow, "erin", tale.subject)  # the export came before
     before_other = flow.ok(flow.post("agent", "/resolve", {"subject": tale.other, "context": P9}))
 
-    erasure_id = erase(flow, tale.subject)
+    # The officer's own reason names her too: it is kept until the erasure is done.
+    erasure_id = erase(flow, tale.subject, reason={"reason": f"{story.NAME} asked, Art. 17"})
 
     job = flow.ok(flow.get("erin", f"/erasures/{erasure_id}"))
     assert job["status"] == "done", job
