@@ -16,11 +16,10 @@ from memory.serializers import ZonedDateTimeField
 
 
 class AuditListView(MemgovAPIView):
+    query_parameters = ("target", "actor", "action", "since", "limit", "cursor")
+
     @extend_schema(
-        parameters=[
-            OpenApiParameter(n, str, required=False)
-            for n in ("target", "actor", "action", "since", "limit", "cursor")
-        ],
+        parameters=[OpenApiParameter(n, str, required=False) for n in query_parameters],
         responses={
             200: inline_serializer(
                 "AuditPage",

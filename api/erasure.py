@@ -20,9 +20,10 @@ from core.times import iso
 from memory.erasure import MAX_REASON, erasure_start
 from memory.export import export_subject
 from memory.models import Erasure
+from memory.serializers import StrictInput
 
 
-class EraseInput(serializers.Serializer[Any]):
+class EraseInput(StrictInput):
     reason = serializers.CharField(max_length=MAX_REASON)
 
 

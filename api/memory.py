@@ -23,6 +23,7 @@ from core.errors import InvalidContent, NotFound
 from memory import answers, entities, selectors
 from memory.models import MemoryKind, Status
 from memory.pagination import paginate
+from memory.rules import DIMENSION_RE
 from memory.serializers import (
     AliasInput,
     CorrectionInput,
@@ -69,6 +70,8 @@ class SourceDetailView(MemgovAPIView):
 
 
 class EntityCollectionView(MemgovAPIView):
+    query_parameters = ("q", "limit", "cursor")
+
     @extend_schema(
         parameters=[
             OpenApiParameter("q", str, required=False, description="part of a name or alias"),
@@ -148,9 +151,12 @@ def _memory_filters(request: Request) -> selectors.MemoryFilters:
         errors["kind"] = [f"must be one of {', '.join(MemoryKind.values)}"]
     if params.get("status") and params["status"] not in Status.values:
         errors["status"] = [f"must be one of {', '.join(Status.values)}"]
+    scope = {k.removeprefix("scope."): str(v) for k, v in params.items() if k.startswith("scope.")}
+    for dimension in scope:
+        if not DIMENSION_RE.match(dimension):
+            errors[f"scope.{dimension}"] = ["must name a scope dimension, e.g. scope.project"]
     if errors:
         raise InvalidContent(errors)
-    scope = {k.removeprefix("scope."): str(v) for k, v in params.items() if k.startswith("scope.")}
     return selectors.MemoryFilters(
         subject=params.get("subject"),
         field=params.get("field"),
@@ -161,13 +167,14 @@ def _memory_filters(request: Request) -> selectors.MemoryFilters:
     )
 
 
-_LIST_PARAMS = [
-    OpenApiParameter(name, str, required=False)
-    for name in ("subject", "field", "kind", "status", "owner", "limit", "cursor")
-]
+MEMORY_FILTERS = ("subject", "field", "kind", "status", "owner", "limit", "cursor")
+_LIST_PARAMS = [OpenApiParameter(name, str, required=False) for name in MEMORY_FILTERS]
 
 
 class MemoryCollectionView(MemgovAPIView):
+    query_parameters = MEMORY_FILTERS
+    query_prefixes = ("scope.",)
+
     @extend_schema(
         parameters=_LIST_PARAMS, responses={200: MemoryPageOut}, operation_id="memory_list"
     )

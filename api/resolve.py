@@ -35,15 +35,15 @@ from core.inputs import strict_int
 from core.times import iso
 from memory import answers, selectors
 from memory.auth import ApiKeyAuthentication
-from memory.serializers import ResolveInput, plain_resolve_input
+from memory.serializers import ResolveInput, StrictInput, plain_resolve_input
 
 
-class PolicyInput(serializers.Serializer[Any]):
+class PolicyInput(StrictInput):
     precedence = serializers.DictField()
     reason = serializers.CharField(max_length=2000)
 
 
-class RevalidateInput(serializers.Serializer[Any]):
+class RevalidateInput(StrictInput):
     reason = serializers.CharField(max_length=2000)
 
 
@@ -53,8 +53,9 @@ PLAIN_BODY_BYTES = 64 * 1024
 def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
     """The bearer key and the validated input when the request is the one agents send on
     every call: a small JSON body that ``plain_resolve_input`` takes, JSON accepted back,
-    no ``Idempotency-Key``. Anything else is None: DRF's full path then answers it,
-    errors and all, exactly as for every other operation."""
+    no ``Idempotency-Key``, no query string (which resolve refuses). Anything else is
+    None: DRF's full path then answers it, errors and all, exactly as for every other
+    operation."""
     meta = request.META
     scheme, _, raw_key = meta.get("HTTP_AUTHORIZATION", "").partition(" ")
     raw_key = raw_key.strip()
@@ -63,6 +64,7 @@ def plain_call(request: HttpRequest) -> tuple[str, dict[str, Any]] | None:
         or scheme != ApiKeyAuthentication.keyword
         or not raw_key
         or "HTTP_IDEMPOTENCY_KEY" in meta
+        or meta.get("QUERY_STRING")
         or meta.get("HTTP_ACCEPT", "*/*") not in ("*/*", "application/json")
         or request.content_type != "application/json"
         or (request.content_params or {}).get("charset", "utf-8").lower() not in ("utf-8", "utf8")

@@ -17,14 +17,14 @@ from approvals import services
 from approvals.models import CheckResult
 from core.times import iso
 from memory import selectors
-from memory.serializers import LabelListField, ScenarioInput, source_representation
+from memory.serializers import LabelListField, ScenarioInput, StrictInput, source_representation
 
 
-class CommentInput(serializers.Serializer[Any]):
+class CommentInput(StrictInput):
     comment = serializers.CharField(max_length=4000, required=False, allow_blank=True)
 
 
-class ReasonInput(serializers.Serializer[Any]):
+class ReasonInput(StrictInput):
     reason = serializers.CharField(max_length=4000)
 
 
@@ -36,8 +36,12 @@ class VisibilityInput(ReasonInput):
     visibility = LabelListField(min_length=1, max_length=100)
 
 
-class LinkInput(serializers.Serializer[Any]):
+class LinkInput(StrictInput):
     subject = serializers.CharField(max_length=40)
+
+
+class NoInput(StrictInput):
+    """An operation that takes no members: a body that names one is refused, not ignored."""
 
 
 def _head(view: MemgovAPIView, memory_id: str) -> Response:
@@ -99,6 +103,7 @@ class RecheckView(MemgovAPIView):
     @extend_schema(request=None, responses={200: MemoryOut}, operation_id="memory_recheck")
     def post(self, request: Request, memory_id: str) -> Response:
         item = selectors.access_memory(self.principal(), memory_id)
+        _valid(NoInput, request)
         services.version_recheck(principal=self.principal(), item=item)
         return _head(self, memory_id)
 

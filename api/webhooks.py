@@ -22,14 +22,16 @@ from api.openapi import (
 from core.times import iso
 from memory.events import EVENT_TYPES
 from memory.pagination import paginate
+from memory.serializers import StrictInput
 from webhooks import services
 from webhooks.addresses import MAX_URL_CHARS
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
-PAGE_PARAMETERS = [OpenApiParameter(n, str, required=False) for n in ("limit", "cursor")]
+PAGE_QUERY = ("limit", "cursor")
+PAGE_PARAMETERS = [OpenApiParameter(n, str, required=False) for n in PAGE_QUERY]
 
 
-class WebhookInput(serializers.Serializer[Any]):
+class WebhookInput(StrictInput):
     url = serializers.CharField(max_length=MAX_URL_CHARS)
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=list(EVENT_TYPES)), min_length=1, max_length=20
@@ -37,7 +39,7 @@ class WebhookInput(serializers.Serializer[Any]):
     description = serializers.CharField(max_length=500, required=False, allow_blank=True)
 
 
-class RotateInput(serializers.Serializer[Any]):
+class RotateInput(StrictInput):
     previous_valid_for_seconds = serializers.IntegerField(
         min_value=0,
         max_value=int(services.ROTATION_GRACE.total_seconds()),
@@ -93,6 +95,8 @@ def delivery_representation(delivery: WebhookDelivery) -> dict[str, Any]:
 
 
 class WebhookCollectionView(MemgovAPIView):
+    query_parameters = PAGE_QUERY
+
     @extend_schema(
         request=WebhookInput,
         responses={201: WebhookWithSecretOut},
@@ -161,6 +165,8 @@ class WebhookRotateSecretView(MemgovAPIView):
 
 
 class WebhookDeliveriesView(MemgovAPIView):
+    query_parameters = PAGE_QUERY
+
     @extend_schema(
         parameters=PAGE_PARAMETERS,
         responses={200: WebhookDeliveryPageOut},

@@ -1,12 +1,20 @@
-"""Input shapes (types only; rules live in ``memory.rules``) and output representations."""
+"""Input shapes (types only; rules live in ``memory.rules``) and output representations.
+
+Every input shape is a ``StrictInput``: the one place that refuses a member the shape does
+not declare (``contxt`` for ``context``) and a member of the wrong JSON type (``"task": 5``
+where text is declared), which DRF's fields would otherwise ignore or convert. The REST
+views and the MCP tools validate through these same shapes (``memory.answers``)."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
 from core.times import iso
@@ -14,6 +22,97 @@ from memory.models import Assertion, Entity, MemoryKind, MemoryVersion, Scenario
 
 MAX_CONTENT_CHARS = 32 * 1024
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")
+
+# The JSON type each kind of field takes (the first match wins: a RegexField is a
+# CharField). JSONField takes any; nested serializers check their own members.
+_JSON_TYPES: tuple[tuple[type, tuple[type, ...], str], ...] = (
+    (serializers.BooleanField, (bool,), "true or false"),
+    (serializers.IntegerField, (int,), "an integer"),
+    (serializers.FloatField, (int, float), "a number"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.ChoiceField, (str,), "a string"),
+    (serializers.DateTimeField, (str,), "a string (an RFC 3339 time)"),
+    (serializers.ListField, (list,), "a list"),
+    (serializers.DictField, (dict,), "an object"),
+)
+
+
+_JSON_NAMES: dict[type, str] = {
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def _takes(types: tuple[type, ...], value: Any) -> bool:
+    """``isinstance``, except that true and false are not numbers in JSON."""
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+def _wrong_type(field: serializers.Field[Any, Any, Any, Any], value: Any) -> Any:
+    """The error detail when ``value`` is not the JSON type ``field`` takes, else None.
+    A null is left to the field (``allow_null`` decides), as is a field of another kind."""
+    expected = next((t for t in _JSON_TYPES if isinstance(field, t[0])), None)
+    if value is None or expected is None:
+        return None
+    _, types, name = expected
+    if not _takes(types, value):
+        return [f"must be {name}, not {_JSON_NAMES.get(type(value), 'another type')}"]
+    members: Iterable[tuple[Any, Any]] = ()
+    if isinstance(field, serializers.ListField):
+        members = enumerate(value)
+    elif isinstance(field, serializers.DictField):
+        members = value.items()
+    child: serializers.Field[Any, Any, Any, Any] = getattr(field, "child", field)
+    nested = {key: error for key, item in members if (error := _wrong_type(child, item))}
+    return nested or None
+
+
+class StrictInput(serializers.Serializer[Any]):
+    """An input shape that names every member it does not declare and every member of the
+    wrong JSON type (422), beside DRF's own errors. ``refused_members`` are members a
+    caller may know of but not set, each with its reason."""
+
+    refused_members: ClassVar[Mapping[str, str]] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return super().to_internal_value(data)
+        errors = self._boundary_errors(data)
+        try:
+            valid = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            detail = exc.detail
+            if not isinstance(detail, Mapping):
+                detail = {api_settings.NON_FIELD_ERRORS_KEY: detail}
+            raise serializers.ValidationError({**detail, **errors}) from exc
+        if errors:
+            raise serializers.ValidationError(errors)
+        return valid
+
+    def _boundary_errors(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        fields = self.fields
+        errors: dict[str, Any] = {}
+        for name, value in data.items():
+            field = fields.get(name)
+            if field is None:
+                why = self.refused_members.get(name)
+                errors[name] = [why or unknown_name(name, fields, "a member of this request")]
+            elif (error := _wrong_type(field, value)) is not None:
+                errors[name] = error
+        return errors
+
+
+def unknown_name(name: str, known: Iterable[str], what: str) -> str:
+    """Why ``name`` is refused, with the likely intended name: agents mistype by a letter."""
+    names = sorted(known)
+    guess = difflib.get_close_matches(str(name), names, n=1)
+    if guess:
+        return f"is not {what}; did you mean '{guess[0]}'?"
+    return f"is not {what}, which takes: {', '.join(names) or 'none'}"
 
 
 class ZonedDateTimeField(serializers.DateTimeField):
@@ -35,7 +134,7 @@ class LabelListField(serializers.ListField):
     child = serializers.CharField(max_length=100, allow_blank=False)
 
 
-class SourceInput(serializers.Serializer[Source]):
+class SourceInput(StrictInput):
     kind = serializers.ChoiceField(choices=Source.Kind.choices)
     content = serializers.CharField(max_length=MAX_CONTENT_CHARS, trim_whitespace=False)
     external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -46,18 +145,18 @@ class SourceInput(serializers.Serializer[Source]):
     metadata = serializers.DictField(child=serializers.JSONField(), required=False)
 
 
-class RevokeInput(serializers.Serializer[Any]):
+class RevokeInput(StrictInput):
     reason = serializers.CharField(max_length=2000)
 
 
-class EntityInput(serializers.Serializer[Entity]):
+class EntityInput(StrictInput):
     kind = serializers.CharField(max_length=50)
     name = serializers.CharField(max_length=200)
     aliases = serializers.ListField(child=serializers.CharField(max_length=200), required=False)
     external_ref = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
-class AliasInput(serializers.Serializer[Any]):
+class AliasInput(StrictInput):
     alias = serializers.CharField(max_length=200)
     # DRF's metaclass moves declared fields off the class, so "source" shadows nothing.
     source = serializers.CharField(  # type: ignore[assignment]
@@ -65,12 +164,12 @@ class AliasInput(serializers.Serializer[Any]):
     )
 
 
-class MatchInput(serializers.Serializer[Any]):
+class MatchInput(StrictInput):
     name = serializers.CharField(max_length=200)
     kind = serializers.CharField(max_length=50, required=False, allow_blank=True)
 
 
-class ScenarioInput(serializers.Serializer[Scenario]):
+class ScenarioInput(StrictInput):
     kind = serializers.ChoiceField(choices=Scenario.Kind.choices)
     context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
         child=serializers.CharField(max_length=200), required=False
@@ -79,7 +178,7 @@ class ScenarioInput(serializers.Serializer[Scenario]):
     expect = serializers.ChoiceField(choices=Scenario.Expect.choices)
 
 
-class _ContentInput(serializers.Serializer[MemoryVersion]):
+class _ContentInput(StrictInput):
     value = serializers.JSONField()
     statement = serializers.CharField(max_length=4000)
     scope = serializers.DictField(child=serializers.JSONField())
@@ -96,15 +195,7 @@ class _ContentInput(serializers.Serializer[MemoryVersion]):
     )
     scenarios = ScenarioInput(many=True, required=False)
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        errors = {
-            name: ["cannot be set by the caller"]
-            for name in _CALLER_MAY_NOT_SET
-            if name in self.initial_data
-        }
-        if errors:
-            raise serializers.ValidationError(errors)
-        return attrs
+    refused_members = dict.fromkeys(_CALLER_MAY_NOT_SET, "cannot be set by the caller")
 
 
 class ProposalInput(_ContentInput):
@@ -119,6 +210,7 @@ class CorrectionInput(_ContentInput):
 
     kind = serializers.ChoiceField(choices=MemoryKind.choices, required=False)
     subject = serializers.CharField(max_length=40, required=False)
+    subject_mention = serializers.CharField(max_length=200, required=False, allow_blank=True)
     field = serializers.CharField(max_length=100, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -127,7 +219,7 @@ class CorrectionInput(_ContentInput):
             self.fields[name].required = False
 
 
-class SharedFieldsSerializer(serializers.Serializer[Any]):
+class SharedFieldsSerializer(StrictInput):
     """An input shape whose fields are built and bound once per class, then shared by
     every instance. DRF deep-copies the declared fields for each instance so that one may
     change its own; input shapes never do, and on the resolve path the copy was a tenth of
