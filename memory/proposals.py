@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from audit.chain import digest
+from audit.chain import canonical_json, digest
 from audit.services import audit_append
 from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
@@ -237,16 +237,46 @@ def _inherited(head: MemoryVersion, data: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
+def _restated(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _check_statement_follows_value(
+    kind: str, head: MemoryVersion, merged: Mapping[str, Any], errors: rules.Errors
+) -> None:
+    """A preference is not reviewed, so its statement is what people read of it: a new
+    value under the old statement ("normally at home" over "5 Dock Road") misleads them.
+    Omitting the statement copies the old one, so it is refused the same way."""
+    if kind != MemoryKind.PREFERENCE:
+        return
+    if canonical_json(merged["value"]) == canonical_json(head.value):
+        return
+    if _comparable(merged["statement"]) == _comparable(head.statement):
+        errors.add(
+            "statement",
+            "the value changes, so the statement must change too: say what the new value "
+            "means (the current statement describes the old value)",
+        )
+
+
+def _comparable(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
 def memory_correct(
     *, principal: Principal, item: MemoryItem, if_match: str | None, data: Mapping[str, Any]
 ) -> MemoryVersion:
     """A new head version, accepted only against the current head (compare-and-set)."""
     expected = _parse_if_match(if_match)
-    fixed = {k: data[k] for k in ("kind", "subject", "field") if k in data}
-    lineage = {"kind": item.kind, "subject": item.subject_id, "field": item.field}
+    lineage = {
+        "kind": item.kind,
+        "subject": item.subject_id,
+        "subject_mention": item.subject_mention,
+        "field": item.field,
+    }
     errors = rules.Errors()
-    for name, value in fixed.items():
-        if value != lineage[name]:
+    for name, value in data.items():
+        if name in lineage and _restated(value) != lineage[name]:
             errors.add(name, "is fixed for a lineage; propose a new memory instead")
     errors.raise_if_any()
     with transaction.atomic(durable=True):
@@ -263,6 +293,7 @@ def memory_correct(
             )
         head = locked.versions.select_related("owner").get(number=locked.head_version)
         merged = _inherited(head, data)
+        _check_statement_follows_value(locked.kind, head, merged, errors)
         content = _validated_content(
             principal=principal, kind=locked.kind, data=merged, errors=errors
         )

@@ -214,7 +214,8 @@ def test_the_active_version_stays_in_use_until_its_correction_activates(
     assert agent.get(f"/api/v1/memories/{memory['id']}").json()["status"] == "active"
 
     with django_capture_on_commit_callbacks() as gate:
-        head = _correct(world, memory["id"], {"value": "9 Oak Lane"}, '"1"').json()
+        moved = {"value": "9 Oak Lane", "statement": "Dana now wants deliveries at 9 Oak Lane."}
+        head = _correct(world, memory["id"], moved, '"1"').json()
 
     assert (head["version"], head["status"], head["active_version"]) == (2, "checking", 1)
     first = agent.get(f"/api/v1/memories/{memory['id']}/versions/1").json()
@@ -267,3 +268,45 @@ def test_a_correction_may_narrow_a_preference_to_one_task(world, dana):
 
     assert response.status_code == 201, response.content
     assert response.json()["scope"] == {"task": "order-a"}
+
+
+@pytest.mark.parametrize(
+    "restated",
+    [
+        {},  # statement omitted: it would be copied from the head
+        {"statement": "Dana normally wants deliveries at home."},
+        {"statement": "  dana normally wants   deliveries at home. "},
+    ],
+    ids=["omitted", "same", "same-but-spacing-and-case"],
+)
+def test_a_preference_correction_that_moves_the_address_must_say_so(
+    world, dana, restated: dict[str, str]
+):
+    """Issue 33, point 7: the value becomes 5 Dock Road while the statement still says
+    "Dana normally wants deliveries at home": a person reading it is misled."""
+    memory = _propose(world, preference_body(dana["id"], dana["chat"]))
+    given = Written.now()
+
+    response = _correct(world, memory["id"], {"value": "5 Dock Road", **restated}, '"1"')
+
+    problem = assert_problem(response, 422, "statement")
+    assert "value" in problem["errors"]["statement"][0]
+    assert Written.now() == given
+
+
+def test_a_preference_correction_with_a_new_value_and_statement_is_taken(world, dana):
+    memory = _propose(world, preference_body(dana["id"], dana["chat"]))
+    body = {"value": "5 Dock Road", "statement": "Dana now wants deliveries at 5 Dock Road."}
+
+    response = _correct(world, memory["id"], body, '"1"')
+
+    assert response.status_code == 201, response.content
+    assert response.json()["statement"] == body["statement"]
+
+
+def test_a_preference_correction_that_keeps_the_value_may_keep_the_statement(world, dana):
+    memory = _propose(world, preference_body(dana["id"], dana["chat"]))
+
+    response = _correct(world, memory["id"], {"expires_at": iso(later(30))}, '"1"')
+
+    assert response.status_code == 201, response.content

@@ -136,8 +136,9 @@ def test_rows_the_caller_may_not_see_are_skipped_without_shrinking_pages(world):
 def test_a_corrected_lineage_is_listed_once_by_its_head(world):
     agent = world.client("agent")
     memory_id = _propose_many(world, 1)[0]
+    correction = {"value": 2, "statement": "Preference 0, now 2."}
     response = agent.post(
-        f"/api/v1/memories/{memory_id}/versions", {"value": 2}, "json", HTTP_IF_MATCH='"1"'
+        f"/api/v1/memories/{memory_id}/versions", correction, "json", HTTP_IF_MATCH='"1"'
     )
     assert response.status_code == 201
 
