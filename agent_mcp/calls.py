@@ -1,6 +1,8 @@
 """One tool call, synchronously (Django's ORM is synchronous; ``agent_mcp.server`` runs
-this in a worker thread): authenticate the key, throttle, replay an idempotent retry, run
-the tool, and turn any error into the problem answer the REST API would give."""
+this in a worker thread): authenticate the key, throttle, pass the arguments through the
+input boundary a REST body passes (``core.inputs``; the tools' shapes are the REST
+serializers), replay an idempotent retry, run the tool, and turn any error into the
+problem answer the REST API would give."""
 
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from typing import Any
 from django.db import connections
 from rest_framework import exceptions
 
-from agent_mcp.tools import BY_NAME, ToolSpec
+from agent_mcp.tools import BY_NAME, IdempotencyArgument, ToolSpec
 from config.problems import problem_body, problem_exception_handler
 from core.errors import NotFound
+from core.inputs import checked_json
 from core.models import IdempotencyRecord
 from core.principals import Principal, principal_for_key
-from memory import idempotency
+from memory import answers, idempotency
 from memory.auth import throttle_wait
 from memory.keys import api_key_for_raw
 
@@ -103,10 +106,11 @@ def call_tool(raw_key: str | None, name: str, arguments: dict[str, Any] | None) 
         tool = BY_NAME.get(name)
         if tool is None:
             raise NotFound(f"No tool {name}; the tools are {', '.join(BY_NAME)}.")
-        args = dict(arguments or {})
-        key = args.pop("idempotency_key", None) if tool.writes else None
-        if key is not None:
-            return _run_once(tool, principal, args, str(key))
+        args = dict(checked_json(arguments or {}))
+        if tool.writes and "idempotency_key" in args:
+            key = args.pop("idempotency_key")
+            valid = answers.validated(IdempotencyArgument, {"idempotency_key": key})
+            return _run_once(tool, principal, args, valid["idempotency_key"])
         return _run(tool, principal, args)
     except Exception as exc:  # authentication, throttling, idempotency conflicts
         return Outcome(problem(exc), is_error=True)

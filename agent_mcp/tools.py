@@ -7,9 +7,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rest_framework import serializers
+
 from core.principals import Principal
 from memory import answers
 from memory.models import Assertion, MemoryKind, Scenario, Source
+from memory.serializers import StrictInput
 
 Run = Callable[[Principal, dict[str, Any]], dict[str, Any]]
 
@@ -58,12 +61,40 @@ def _without(mapping: Mapping[str, Any], *names: str) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k not in names}
 
 
+class TaskArguments(StrictInput):
+    """check_task's arguments (REST has the task id in the URL)."""
+
+    task_id = serializers.CharField(max_length=200)
+
+
+class MemoryArguments(StrictInput):
+    """get_memory's arguments (REST has the memory id in the URL)."""
+
+    memory_id = serializers.CharField(max_length=40)
+
+
+class CorrectionTarget(StrictInput):
+    """correct_memory's members that REST sends in the URL and ``If-Match``; the others
+    are the correction's body, validated as REST validates it. Without ``if_match`` the
+    answer is REST's 428."""
+
+    memory_id = serializers.CharField(max_length=40)
+    if_match = serializers.IntegerField(min_value=1, max_value=999_999_999, required=False)
+
+
+class IdempotencyArgument(StrictInput):
+    """A write's ``idempotency_key`` (REST's ``Idempotency-Key`` header)."""
+
+    idempotency_key = serializers.CharField(max_length=200)
+
+
 def _resolve(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
     return answers.resolved(principal, args)
 
 
 def _check_task(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    return dict(answers.task_checked(principal, str(args.get("task_id") or "")))
+    task_id = answers.validated(TaskArguments, args)["task_id"]
+    return dict(answers.task_checked(principal, task_id))
 
 
 def _record_source(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
@@ -75,16 +106,19 @@ def _propose(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _correct(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    head = args.get("if_match")
+    target_members = CorrectionTarget._declared_fields
+    target = answers.validated(
+        CorrectionTarget, {k: v for k, v in args.items() if k in target_members}
+    )
+    head = target.get("if_match")
     if_match = None if head is None else f'"{head}"'
-    data = _without(args, "memory_id", "if_match")
-    return answers.memory_corrected(
-        principal, str(args.get("memory_id") or ""), if_match, data
-    ).body
+    data = _without(args, *target_members)
+    return answers.memory_corrected(principal, target["memory_id"], if_match, data).body
 
 
 def _get_memory(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    return answers.memory_head_answer(principal, str(args.get("memory_id") or "")).body
+    memory_id = answers.validated(MemoryArguments, args)["memory_id"]
+    return answers.memory_head_answer(principal, memory_id).body
 
 
 def _match_entity(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:

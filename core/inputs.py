@@ -8,7 +8,8 @@ same things the same way (issue 11):
 - JSON: at most ``MAX_JSON_DEPTH`` levels (checked before the recursive decoder runs, so a
   5,000-level body is a 400, not a ``RecursionError``); strings and keys must be
   encodable UTF-8 (no lone surrogates) and hold no NUL, which PostgreSQL's text and jsonb
-  cannot store — a 422 naming the member;
+  cannot store — a 422 naming the member. An MCP tool's arguments, decoded by the MCP
+  SDK, pass the same rules (``checked_json``) before any tool reads them;
 - the URL, headers and form fields: no NUL after decoding (400);
 - integers from the outside (``limit``, ``If-Match``, cursors, ``Content-Length``): ASCII
   digits only and a bounded length, since ``str.isdigit()`` accepts ``²`` and ``int()``
@@ -96,15 +97,43 @@ def json_text_errors(data: Any) -> dict[str, list[str]]:
     return dict(sorted(errors.items()))
 
 
+def decoded_depth(data: Any) -> int:
+    """``json_depth`` of JSON another decoder has already read, without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth + 1)
+            stack.extend((item, depth + 1) for item in value)
+    return deepest
+
+
+_TOO_DEEP = f"JSON is nested more than {MAX_JSON_DEPTH} levels deep."
+
+
 def load_json(raw: bytes) -> Any:
     """Decode a JSON body under the boundary's rules (ParseError 400 / InvalidContent 422)."""
     if json_depth(raw) > MAX_JSON_DEPTH:
-        raise ParseError(f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.")
+        raise ParseError(_TOO_DEEP)
     try:
         text = codecs.decode(raw, "utf-8")
         data = json.loads(text, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ParseError(f"JSON parse error - {exc}") from exc
+    return _storable(data)
+
+
+def checked_json(data: Any) -> Any:
+    """JSON decoded elsewhere (an MCP tool's arguments) under the same rules as a body."""
+    if decoded_depth(data) > MAX_JSON_DEPTH:
+        raise ParseError(_TOO_DEEP)
+    return _storable(data)
+
+
+def _storable(data: Any) -> Any:
     if errors := json_text_errors(data):
         raise InvalidContent(errors)
     return data

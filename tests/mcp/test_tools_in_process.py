@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_mcp.tools import BY_NAME, TOOLS
+from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
 from audit.models import AuditEvent
 from core.models import ApiKey
 from memory import entities, tenancy
@@ -89,13 +89,16 @@ def test_the_seven_tools_are_listed_with_schemas_written_for_a_model(world):
         ("propose_memory", ProposalInput, {"idempotency_key"}),
         ("correct_memory", CorrectionInput, {"idempotency_key", "memory_id", "if_match"}),
         ("match_entity", MatchInput, set()),
+        ("check_task", TaskArguments, set()),
+        ("get_memory", MemoryArguments, set()),
     ],
 )
 def test_each_tool_takes_the_fields_of_its_rest_operation(tool, serializer, surface_only):
     """The schema a model reads cannot drift from what the shared validation accepts."""
     properties = set(BY_NAME[tool].input_schema()["properties"])
     fields = set(serializer().fields)
-    lineage_fixed = {"kind", "subject", "field"} if tool == "correct_memory" else set()
+    lineage = {"kind", "subject", "subject_mention", "field"}
+    lineage_fixed = lineage if tool == "correct_memory" else set()
 
     assert properties - surface_only == fields - lineage_fixed
 
