@@ -9,11 +9,26 @@ from typing import Any
 from celery import Celery, signals
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
+# Webhook deliveries wait on receivers outside (up to MEMGOV_WEBHOOK_DEADLINE_SECONDS
+# each): they have their own queue and, as deployed, their own worker, so a slow receiver
+# never delays a gate run, an activation or a notification of any tenant. A worker started
+# without -Q consumes both (tests, older command lines); deploy/ and make run start one
+# worker per queue.
+DEFAULT_QUEUE = "celery"
+WEBHOOK_QUEUE = "webhooks"
+QUEUES = (DEFAULT_QUEUE, WEBHOOK_QUEUE)
+
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_default_queue=DEFAULT_QUEUE,
+    task_queues=[Queue(name) for name in QUEUES],
+    task_routes={"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}},
+)
 app.autodiscover_tasks()
 
 

@@ -1,6 +1,6 @@
 """``make run``: migrate, load the demo tenant, start the web server (the site, the API and
-the MCP server at ``/mcp``), a Celery worker and beat on the embedded broker (or on
-REDIS_URL), print how to log in; Ctrl-C stops all."""
+the MCP server at ``/mcp``), a Celery worker and beat, and the webhook deliveries' worker
+on the embedded broker (or on REDIS_URL), print how to log in; Ctrl-C stops all."""
 
 from __future__ import annotations
 
@@ -73,6 +73,8 @@ def main() -> int:
                 "-A",
                 "config",
                 "worker",
+                "-Q",
+                "celery",
                 "--beat",
                 "--loglevel",
                 "warning",
@@ -84,6 +86,17 @@ def main() -> int:
             cwd=ROOT,
             env=env,
         ),
+        # Webhook deliveries on their own queue, as deployed: a slow receiver never
+        # holds the worker above.
+        subprocess.Popen(  # noqa: S603 - fixed command line
+            [
+                str(BIN / "celery"),
+                *("-A", "config", "worker", "-Q", "webhooks", "-n", "webhooks@%h"),
+                *("--loglevel", "warning", "--concurrency", "1"),
+            ],
+            cwd=ROOT,
+            env=env,
+        ),
     ]
     time.sleep(2)
     print(f"\nMemgov is running at http://127.0.0.1:{port}/  (API docs: /api/docs/)")
@@ -91,7 +104,7 @@ def main() -> int:
     print(demo, flush=True)
     if env["EMAIL_URL"].startswith("file:"):
         print(f"Emails are written to {MAIL_DIR}/ (one .eml per message).\n", flush=True)
-    print("Press Ctrl-C to stop the web server, the worker and beat.", flush=True)
+    print("Press Ctrl-C to stop the web server, the workers and beat.", flush=True)
 
     def stop(*_: object) -> None:
         for process in processes:

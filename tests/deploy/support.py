@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,31 @@ def env_example() -> dict[str, str]:
             name, _, value = line.partition("=")
             pairs[name.strip()] = value.strip()
     return pairs
+
+
+def procfile() -> dict[str, list[str]]:
+    """deploy/Procfile's processes as argument lists (after ``exec``), each
+    ``${VAR:-default}`` at its default."""
+    processes = {}
+    for line in (DEPLOY / "Procfile").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, command = line.split(":", 1)
+        argv = shlex.split(re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", command))
+        processes[name.strip()] = argv[1:] if argv[0] == "exec" else argv
+    return processes
+
+
+def is_celery_worker(argv: list[str]) -> bool:
+    return "celery" in argv[0] and "worker" in argv
+
+
+def consumed_queues(argv: list[str]) -> set[str] | None:
+    """The queues a ``celery worker`` command line names with -Q, or None: all of them."""
+    for index, part in enumerate(argv):
+        if part in ("-Q", "--queues") and index + 1 < len(argv):
+            return set(argv[index + 1].split(","))
+        for prefix in ("--queues=", "-Q"):
+            if part.startswith(prefix) and len(part) > len(prefix):
+                return set(part.removeprefix(prefix).split(","))
+    return None

@@ -105,7 +105,9 @@ class Prod:
         would signal as the container's PID 1)."""
         for pid in _descendants(self.process.pid):
             command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"worker" in command and any(part.endswith(b"celery") for part in command):
+            celery = any(part.endswith(b"celery") for part in command)
+            # The workflow's worker, not the webhook deliveries' (``-Q webhooks``).
+            if celery and b"worker" in command and b"webhooks" not in command:
                 return pid
         raise AssertionError("no celery worker under make prod:\n" + self.output())
 

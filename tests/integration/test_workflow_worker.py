@@ -163,10 +163,9 @@ def _test_database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def celery_worker_process(
-    log: Path, check_delay: float, pool: str = "solo"
-) -> subprocess.Popen[bytes]:
-    env = {
+def worker_environment() -> dict[str, str]:
+    """What a worker in another process needs to serve this test's database and broker."""
+    return {
         **os.environ,
         "DATABASE_URL": _test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
@@ -175,6 +174,12 @@ def celery_worker_process(
         "EMAIL_URL": "dummy://",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
+
+
+def celery_worker_process(
+    log: Path, check_delay: float, pool: str = "solo"
+) -> subprocess.Popen[bytes]:
+    env = worker_environment()
     command = [
         *(sys.executable, "-m", "tests.integration.slow_worker", str(check_delay), "worker"),
         *(f"--pool={pool}", "--concurrency=1", "--loglevel=INFO"),
