@@ -408,7 +408,7 @@ def event_data_redacted(data: dict[str, Any], erased: set[str]) -> dict[str, Any
     something in ``erased`` (``erased_names``); None when there is nothing to withhold.
     Ids, statuses and counts stay; the erasure's own reasons name nobody and stay too."""
     reason = data.get("reason")
-    if not reason or not isinstance(reason, str) or _OWN_REASON.fullmatch(reason):
+    if not isinstance(reason, str) or reason in ("", TOMBSTONE) or _OWN_REASON.fullmatch(reason):
         return None
     if not set(_IDS.findall(_as_text(data))) & erased:
         return None
@@ -428,6 +428,8 @@ def _redact_outbox(erasure: Erasure) -> bool:
     after = int(erasure.cursor or 0)
     rows = list(
         Outbox.objects.filter(tenant=erasure.tenant, kind=events.OUTBOX_KIND, pk__gt=after)
+        .filter(payload__data__has_key="reason")  # the only free text an event carries
+        .exclude(payload__data__reason="")
         .order_by("pk")
         .values_list("pk", "payload")[:size]
     )

@@ -273,6 +273,27 @@ def test_erasing_twice_answers_with_the_same_erasure_and_counts_nothing_twice(fl
     assert AuditEvent.objects.filter(action="subject.erased").count() == 1
 
 
+def test_erasing_another_subject_later_counts_none_of_her_redacted_events_again(
+    flow: Flow, receiver: Receiver
+):
+    tale = build(flow)
+    subscribe(flow, receiver)
+    story.tell_in_free_text(flow, tale)
+    first = Erasure.objects.get(pk=erase(flow, tale.subject)).counts
+    assert first["outbox_rows"] >= 3 and first["webhook_deliveries"] >= 3
+    # The other subject's own events with a reason (its activation, before subscribing).
+    own = [
+        row.pk
+        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        if row.payload["data"].get("memory_id") == tale.other_memory
+        and row.payload["data"].get("reason")
+    ]
+
+    second = Erasure.objects.get(pk=erase(flow, tale.other)).counts
+
+    assert (second["outbox_rows"], second["webhook_deliveries"]) == (len(own), 0)
+
+
 @pytest.mark.parametrize(
     ("who", "status"),
     [("agent", 403), ("rita", 403), ("nora", 403), ("zed", 404)],
