@@ -5,13 +5,17 @@ documented member keeps working."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from django.test import override_settings
+from django.urls import resolve
+from rest_framework import serializers
 
 from memory.grants import permission_grant
 from memory.models import MemoryVersion
+from memory.serializers import StrictInput
 from tests.api.support import (
     Written,
     assert_problem,
@@ -337,3 +341,42 @@ def test_documented_list_filters_are_taken(world, dana):
     assert [m["id"] for m in listed.json()["results"]] == [dana["memory"]]
     assert audit.status_code == 200, audit.content
     assert rita.get("/api/v1/entities", {"q": "Dana", "limit": "1"}).status_code == 200
+
+
+def _input_shapes() -> list[type]:
+    """Every serializer class the API and the MCP tools define for input (the
+    ``api.openapi`` shapes only document answers)."""
+    import agent_mcp.tools
+    import api.urls  # noqa: F401 - imports every view module
+
+    del agent_mcp.tools
+    shapes, todo = [], list(serializers.Serializer.__subclasses__())
+    while todo:
+        shape = todo.pop()
+        todo.extend(shape.__subclasses__())
+        module = shape.__module__
+        if module.startswith(("api.", "agent_mcp.", "memory.serializers")) and module != (
+            "api.openapi"
+        ):
+            shapes.append(shape)
+    return shapes
+
+
+def test_every_input_shape_is_strict():
+    shapes = _input_shapes()
+
+    assert len(shapes) > 20
+    assert [s.__qualname__ for s in shapes if not issubclass(s, StrictInput)] == []
+
+
+def test_the_query_parameters_each_get_takes_are_the_ones_its_schema_documents():
+    from tests.openapi_check import published_schema
+
+    for path, operations in published_schema()["paths"].items():
+        if "get" not in operations or not path.startswith("/api/v1/"):
+            continue
+        parameters = operations["get"].get("parameters", ())
+        documented = {p["name"] for p in parameters if p["in"] == "query"}
+        concrete = re.sub(r"\{[a-z_]+\}", "1", path)
+        view = resolve(concrete).func
+        assert documented == set(view.cls.query_parameters), path  # type: ignore[attr-defined]
