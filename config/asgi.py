@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
@@ -20,6 +21,7 @@ from django.urls import set_script_prefix
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from config.processes import favour_throughput, web_threads
+from config.tenant_share import TenantShare, refuse, tenant_of
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Pooled connections, not persistent ones, as Django's documentation asks for ASGI
@@ -39,14 +41,17 @@ class OneHopASGIHandler(ASGIHandler):
     took 3.5 ms at one client where the WSGI server takes 0.6 ms. Here a request's sync
     code still runs in one thread, as ``thread_sensitive`` asks, but in one of
     ``threads`` kept ones (``MEMGOV_WEB_THREADS``): the one that finished last, whose
-    caches are the warmest. A request finding all busy waits for one, as under gthread."""
+    caches are the warmest. A request finding all busy waits for one, as under gthread,
+    but threads are handed out fairly between tenants, and a tenant with
+    ``max_in_flight`` requests in this process is refused the next (``config.tenant_share``)."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, max_in_flight: int = 0) -> None:
         super().__init__()
-        self._idle: asyncio.LifoQueue[ThreadPoolExecutor] = asyncio.LifoQueue()
-        for number in range(threads):
-            name = f"django-request-{number}"
-            self._idle.put_nowait(ThreadPoolExecutor(max_workers=1, thread_name_prefix=name))
+        executors = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"django-request-{number}")
+            for number in range(threads)
+        ]
+        self._threads = TenantShare(executors, max_in_flight)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -54,12 +59,16 @@ class OneHopASGIHandler(ASGIHandler):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        executor = await self._idle.get()
+        tenant = tenant_of(scope)
+        if not self._threads.admits(tenant):
+            await refuse(send)
+            return
+        executor = await self._threads.acquire(tenant)
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
         finally:
-            self._idle.put_nowait(executor)
+            self._threads.release(tenant, executor)
 
     async def handle(self, scope: Any, receive: Any, send: Any) -> None:
         """Django's ``handle`` with its hops to the request's thread made one: the
@@ -140,7 +149,10 @@ async def _read_in_its_thread(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
 # Sets Django up before the MCP app loads (as ``get_asgi_application`` does); its handler is
 # a plain ASGI app (stubs are narrower).
 django.setup(set_prefix=False)
-django_application = cast("ASGIApp", OneHopASGIHandler(threads=web_threads()))
+django_application = cast(
+    "ASGIApp",
+    OneHopASGIHandler(threads=web_threads(), max_in_flight=settings.TENANT_MAX_IN_FLIGHT),
+)
 
 from agent_mcp.http import McpHttpApp  # noqa: E402 - needs the apps loaded above
 from config.boundary import AsgiBodyBoundary  # noqa: E402

@@ -189,6 +189,10 @@ LOGIN_USERNAME_FAILURE_LIMIT = env_int("MEMGOV_LOGIN_USERNAME_FAILURE_LIMIT", 50
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("MEMGOV_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 TRUSTED_PROXIES = env_int("MEMGOV_TRUSTED_PROXIES", 0)
 CLIENT_IP_HEADER = env_str("MEMGOV_CLIENT_IP_HEADER", "X-Forwarded-For")
+# One tenant's share of a web process (config/tenant_share.py): its requests running or
+# waiting for one of the process's MEMGOV_WEB_THREADS; the next is a quick 429. 0: no cap
+# (threads are still handed out fairly between tenants).
+TENANT_MAX_IN_FLIGHT = env_int("MEMGOV_TENANT_MAX_IN_FLIGHT", 32)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -93,6 +93,7 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         return None if principal is None else self._bucket(principal)
 
     def _bucket(self, principal: Principal) -> str:
+        ratelimit.remember_tenant(principal)  # every path names the bucket: REST, MCP, hot
         ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
         return self.cache_format % {"scope": self.scope, "ident": ident}
 

@@ -4,12 +4,20 @@ concurrent requests cannot lose updates (``memory.auth.PrincipalRateThrottle``).
 
 The counter is a Lua function so that it runs alone (``SCRIPT``) or at the start of the
 resolution cache's read (``memory.cache``): resolve's hot path then pays one Redis round
-trip for both."""
+trip for both.
+
+It also remembers, per process, which tenant each API key that passed the throttle
+belongs to (``remember_tenant``): the web server reads it before a request has a thread
+(``config.tenant_share``), where no query can run."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.principals import Principal
 
 # A refused request counts nothing: passed on to another path, it is not counted twice.
 FUNCTION = """
@@ -68,3 +76,25 @@ class RateExceeded(Exception):
     def __init__(self, wait: float) -> None:
         super().__init__(f"over the rate: retry in {wait:.1f}s")
         self.wait = wait
+
+
+_TENANTS_MAX = 4096
+_tenant_of_key: dict[str, int] = {}
+
+
+def remember_tenant(principal: Principal) -> None:
+    """An authenticated key's tenant, by the key's hash (``ApiKey.key_hash``). Called from
+    request threads; one dict store, atomic under the GIL."""
+    key = principal.api_key
+    if key is None or _tenant_of_key.get(key.key_hash) == principal.tenant.pk:
+        return
+    if len(_tenant_of_key) >= _TENANTS_MAX:
+        _tenant_of_key.clear()
+    _tenant_of_key[key.key_hash] = principal.tenant.pk
+
+
+def tenant_of_raw_key(raw: str) -> int | None:
+    """The tenant of a raw key seen authenticated in this process, else None: a made-up or
+    not yet seen key is nobody's (a key's prefix alone would let anyone who saw it in a
+    list spend that tenant's share)."""
+    return _tenant_of_key.get(hashlib.sha256(raw.encode("utf-8")).hexdigest())
