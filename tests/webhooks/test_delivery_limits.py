@@ -16,22 +16,16 @@ from typing import Any
 import pytest
 
 from tests.approvals.support import Flow
-from tests.conftest import World
 from tests.webhooks.receiver import live_receiver, trickling_receiver
-from tests.webhooks.support import NAME, Resolver, create_webhook, webhook_manager
+from tests.webhooks.support import NAME, Resolver, create_webhook
+from tests.webhooks.test_events import flow
 from tests.webhooks.tls import server_context
 from webhooks.models import WebhookAttempt
 
+__all__ = ["flow"]  # the fixture, imported for its name
 P9 = {"project": "P-9"}
 PUBLIC = "93.184.215.14"  # a global address: the check lets it through
 REAL_CREATE_CONNECTION = socket.create_connection
-
-
-@pytest.fixture
-def flow(world: World, django_capture_on_commit_callbacks: Any) -> Flow:
-    flow = Flow(world=world, on_commit=django_capture_on_commit_callbacks)
-    webhook_manager(flow)
-    return flow
 
 
 @pytest.fixture

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Any
 
 import pytest
 
 from tests.approvals.support import Flow
-from tests.conftest import World
-from tests.webhooks.support import MANAGER, NAME, Resolver, create_webhook, webhook_manager
+from tests.webhooks.support import MANAGER, NAME, Resolver, create_webhook
+from tests.webhooks.test_events import flow
 from webhooks.addresses import is_public
 from webhooks.models import WebhookAttempt, WebhookEndpoint
 
+__all__ = ["flow"]  # the fixture, imported for its name
 P9 = {"project": "P-9"}
 INSIDE = [
     "::ffff:0:7f00:1",  # IPv4-translated (SIIT) 127.0.0.1
@@ -38,13 +38,6 @@ OUTSIDE = [
     "64:ff9b::808:808",  # NAT64 of 8.8.8.8
     "2002:808:808::1",  # 6to4 of 8.8.8.8
 ]
-
-
-@pytest.fixture
-def flow(world: World, django_capture_on_commit_callbacks: Any) -> Flow:
-    flow = Flow(world=world, on_commit=django_capture_on_commit_callbacks)
-    webhook_manager(flow)
-    return flow
 
 
 @pytest.mark.parametrize("address", INSIDE)

@@ -20,11 +20,12 @@ import pytest
 from memory import events
 from memory.models import Status
 from tests.approvals.support import Flow, head
-from tests.conftest import World, needs
+from tests.conftest import needs
 from tests.deploy.support import ROOT, is_celery_worker, procfile
 from tests.integration.test_workflow_worker import broker, wait_for, worker_environment
 from tests.webhooks.receiver import Trickle, trickling_receiver
-from tests.webhooks.support import create_webhook, webhook_manager
+from tests.webhooks.support import create_webhook
+from tests.webhooks.test_delivery_worker import flow
 
 pytestmark = [
     needs("redis"),
@@ -32,16 +33,9 @@ pytestmark = [
     pytest.mark.worker,
     pytest.mark.django_db(transaction=True),
 ]
-__all__ = ["broker"]  # the fixture, imported for its name
+__all__ = ["broker", "flow"]  # fixtures, imported for their names
 P9 = {"project": "P-9"}
 PROMPTLY = 5.0  # seconds from the last approval to activation; it takes about one
-
-
-@pytest.fixture
-def flow(world: World, broker: None) -> Flow:
-    flow = Flow(world=world)
-    webhook_manager(flow)
-    return flow
 
 
 @pytest.fixture
