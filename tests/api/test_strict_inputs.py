@@ -380,3 +380,21 @@ def test_the_query_parameters_each_get_takes_are_the_ones_its_schema_documents()
         concrete = re.sub(r"\{[a-z_]+\}", "1", path)
         view = resolve(concrete).func
         assert documented == set(view.cls.query_parameters), path  # type: ignore[attr-defined]
+
+
+def test_the_published_schema_says_request_bodies_take_no_other_member():
+    from tests.openapi_check import published_schema
+
+    schema = published_schema()
+    components = schema["components"]["schemas"]
+    open_bodies = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is None:
+                continue
+            name = body["schema"]["$ref"].rsplit("/", 1)[-1]
+            if components[name].get("additionalProperties") is not False:
+                open_bodies.append(f"{method} {path}")
+
+    assert open_bodies == []
