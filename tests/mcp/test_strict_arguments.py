@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memory import entities
-from tests.api.support import Written
+from tests.api.support import Written, preference_body
 from tests.conftest import World, iso, later
 from tests.mcp.support import InProcess, answer, problem
 
@@ -30,24 +30,7 @@ def agent(world: World) -> InProcess:
 
 def _preference(agent: InProcess, subject: str) -> dict[str, Any]:
     chat = answer(agent.call("record_source", {"kind": "message", "content": "At home, please."}))
-    return dict(
-        answer(
-            agent.call(
-                "propose_memory",
-                {
-                    "kind": "preference",
-                    "subject": subject,
-                    "field": "delivery_address",
-                    "value": "12 Elm Street",
-                    "statement": "Dana normally wants deliveries at home.",
-                    "scope": {},
-                    "owner": "nora",
-                    "expires_at": None,
-                    "sources": [chat["id"]],
-                },
-            )
-        )
-    )
+    return dict(answer(agent.call("propose_memory", preference_body(subject, chat["id"]))))
 
 
 def test_resolve_with_a_mistyped_context_is_refused_not_answered_without_the_task(agent, dana):
