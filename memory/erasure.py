@@ -424,25 +424,42 @@ def events_redacted(tenant_id: int, datas: list[dict[str, Any]]) -> list[dict[st
 def _redact_outbox(erasure: Erasure) -> bool:
     """Webhook events written before the erasure, dispatched or waiting: the payload is
     what the fan-out sends, so a waiting one is sent redacted."""
-    size = batch_size()
     after = int(erasure.cursor or 0)
     rows = list(
         Outbox.objects.filter(tenant=erasure.tenant, kind=events.OUTBOX_KIND, pk__gt=after)
         .filter(payload__data__has_key="reason")  # the only free text an event carries
         .exclude(payload__data__reason="")
         .order_by("pk")
-        .values_list("pk", "payload")[:size]
+        .values_list("pk", "payload")[: batch_size()]
     )
+    return events_batch_redact(
+        erasure,
+        rows,
+        lambda pk, payload: Outbox.objects.filter(pk=pk).update(payload=payload),
+        "outbox_rows",
+    )
+
+
+def events_batch_redact(
+    erasure: Erasure,
+    rows: list[tuple[Any, dict[str, Any]]],
+    save: Callable[[Any, dict[str, Any]], int],
+    count: str,
+) -> bool:
+    """One batch of a phase over stored events, ``(pk, event)`` in pk order, each event
+    with its ``data``: ``save(pk, event)`` stores one whose reason is withheld and answers
+    how many rows changed; the cursor moves past the batch. Whether more is left."""
     if not rows:
         return False
-    redacted = events_redacted(erasure.tenant_id, [dict(p.get("data") or {}) for _, p in rows])
-    changed = 0
-    for (pk, payload), data in zip(rows, redacted, strict=True):
-        if data is not None:
-            changed += Outbox.objects.filter(pk=pk).update(payload={**payload, "data": data})
+    redacted = events_redacted(erasure.tenant_id, [dict(e.get("data") or {}) for _, e in rows])
+    changed = sum(
+        save(pk, {**event, "data": data})
+        for (pk, event), data in zip(rows, redacted, strict=True)
+        if data is not None
+    )
     erasure.cursor = str(rows[-1][0])
-    erasure_count(erasure, outbox_rows=changed)
-    return len(rows) == size
+    erasure_count(erasure, **{count: changed})
+    return len(rows) == batch_size()
 
 
 def _mentions_subject(erasure: Erasure, text: str) -> bool:

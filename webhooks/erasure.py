@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.erasure import batch_size, erasure_count, events_redacted
+from memory.erasure import batch_size, events_batch_redact, events_redacted
 from memory.models import Erasure
 from webhooks.delivery import body_of
 from webhooks.models import WebhookDelivery
@@ -26,26 +26,21 @@ COUNTS = ("webhook_deliveries",)
 
 def redact_deliveries(erasure: Erasure) -> bool:
     """One batch of the tenant's deliveries, in id order after ``erasure.cursor``."""
-    size = batch_size()
     rows = list(
         WebhookDelivery.objects.filter(tenant_id=erasure.tenant_id, pk__gt=erasure.cursor)
         .filter(body__contains='"reason":"')  # the only free text an event carries
         .exclude(body__contains='"reason":""')
         .order_by("pk")
-        .values_list("pk", "body")[:size]
+        .values_list("pk", "body")[: batch_size()]
     )
-    if not rows:
-        return False
-    sent = [_event(body) for _, body in rows]
-    redacted = events_redacted(erasure.tenant_id, [dict(e.get("data") or {}) for e in sent])
-    changed = 0
-    for (pk, _), event, data in zip(rows, sent, redacted, strict=True):
-        if data is not None:
-            body = body_of(str(event.get("type")), str(event.get("timestamp")), data)
-            changed += WebhookDelivery.objects.filter(pk=pk).update(body=body)
-    erasure.cursor = rows[-1][0]
-    erasure_count(erasure, webhook_deliveries=changed)
-    return len(rows) == size
+    return events_batch_redact(
+        erasure, [(pk, _event(body)) for pk, body in rows], _save, "webhook_deliveries"
+    )
+
+
+def _save(delivery_id: str, event: dict[str, Any]) -> int:
+    body = body_of(str(event.get("type")), str(event.get("timestamp")), event["data"])
+    return WebhookDelivery.objects.filter(pk=delivery_id).update(body=body)
 
 
 def event_data_for_fan_out(tenant_id: int, data: dict[str, Any]) -> dict[str, Any]:
