@@ -191,10 +191,3 @@ async def _route(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 application = AsgiBodyBoundary(_route)
-
-from core.deployment import check_redis_databases  # noqa: E402 - needs the apps loaded
-
-# In a thread of its own: uvicorn may import this module inside its running event loop,
-# where Django refuses database calls.
-with ThreadPoolExecutor(max_workers=1) as _check:
-    _check.submit(check_redis_databases).result()

@@ -7,7 +7,3 @@ from config.processes import favour_throughput
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 favour_throughput()  # before the server's request threads start: they inherit it
 application = get_wsgi_application()
-
-from core.deployment import check_redis_databases  # noqa: E402 - needs the apps loaded
-
-check_redis_databases()

@@ -53,6 +53,14 @@ def on_starting(server: Any) -> None:
         samples.unlink()
 
 
+def post_worker_init(worker: Any) -> None:
+    """A web worker on other Redis databases than the deployment's other processes would
+    serve answers they invalidated: it stops here, and gunicorn with it."""
+    from core.deployment import check_redis_databases  # noqa: PLC0415 - the app is loaded now
+
+    check_redis_databases()
+
+
 def child_exit(server: Any, worker: Any) -> None:
     # Imported here: gunicorn hook runs in the worker, after fork.
     from prometheus_client import multiprocess  # noqa: PLC0415

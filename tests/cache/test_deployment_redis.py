@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.deployment import check_redis_databases
 from core.models import Deployment
-from tests.cache.conftest import database_url
+from tests.cache.conftest import database_url, free_port
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
@@ -73,12 +73,14 @@ def test_processes_with_the_same_urls_start_and_a_flushed_redis_is_marked_again(
 
 @pytest.mark.parametrize(
     "command",
-    [["manage.py", "mcp"], ["-m", "celery", "-A", "config", "worker", "--pool=solo"]],
-    ids=["stdio-mcp", "worker"],
+    [
+        ["manage.py", "mcp"],
+        ["-m", "celery", "-A", "config", "worker", "--pool=solo"],
+        ["-m", "gunicorn", "config.asgi:application", "-c", "deploy/gunicorn.conf.py"],
+    ],
+    ids=["stdio-mcp", "worker", "web"],
 )
-def test_a_process_with_another_cache_database_stops_at_start_and_says_why(
-    two_databases, command
-):
+def test_a_process_with_another_cache_database_stops_at_start_and_says_why(two_databases, command):
     cache, broker = two_databases
     check_redis_databases()
     env = {
@@ -87,6 +89,8 @@ def test_a_process_with_another_cache_database_stops_at_start_and_says_why(
         "CACHE_URL": broker,
         "CELERY_BROKER_URL": broker,
         "MEMGOV_API_KEY": "mg_irrelevant_the_check_comes_first",
+        "GUNICORN_BIND": f"127.0.0.1:{free_port()}",
+        "GUNICORN_WORKERS": "1",
     }
 
     done = subprocess.run(  # noqa: S603 - the project's own command
