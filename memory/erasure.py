@@ -503,7 +503,7 @@ def _delete_cache_entries(erasure: Erasure) -> bool:
     """Delete up to a batch of the subject's Redis entries; Redis is outside the
     transaction, so an entry deleted by a run killed before commit is not counted
     (it is gone either way)."""
-    if not settings.REDIS_URL:
+    if not settings.CACHE_URL:
         return False
     client = cache._redis()
     prefix = f"mg:res:{erasure.tenant_id}:{erasure.subject_id}:"
