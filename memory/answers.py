@@ -11,10 +11,8 @@ from typing import Any
 from rest_framework import serializers
 
 from core.errors import InvalidContent, NotFound
-from core.principals import Principal, principal_for_key
-from core.sql import on_postgresql
-from memory import cache, keys, proposals, ratelimit, resolution, selectors, sources
-from memory.auth import PrincipalRateThrottle
+from core.principals import Principal
+from memory import proposals, resolution, selectors, sources
 from memory.retrievals import task_record
 from memory.serializers import (
     CorrectionInput,
@@ -87,63 +85,8 @@ def memory_corrected(
 
 
 def resolved(principal: Principal, data: Any) -> dict[str, Any]:
-    return resolved_valid(principal, validated(ResolveInput, data))
-
-
-class PassOn(Exception):
-    """The hot path leaves this request to the full one, which answers or refuses it in
-    its own words: the key is unknown or revoked, or the caller is over its rate (not
-    counted, so the full path's throttle counts it once)."""
-
-
-def resolved_for_key(raw_key: str, valid: Mapping[str, Any]) -> resolution.Answer:
-    """``resolved_valid`` for a caller known by a bearer key (a cached answer as its JSON,
-    ``resolution.Answer``), with each check riding on a
-    round trip the answer needs anyway. With the cache: a key remembered here is taken on
-    trust of its generation, which the one Redis script that counts the caller's rate and
-    reads the cached answer confirms (no SQL when the answer is cached); a key not
-    remembered is read first. Without the cache (on PostgreSQL): the candidate statement
-    checks the key, and the rate is counted on its own. Raises ``PassOn`` rather than
-    refusing."""
-    cached = cache.enabled()
-    principal: Principal | None = None
-    generation: tuple[str, str] | None = None
-    key_check: keys.KeyCheck | None = None
-    if cached:
-        trusted = keys.api_key_on_trust(raw_key)
-        if trusted is not None:
-            principal, generation = trusted
-    elif on_postgresql():
-        to_check = keys.api_key_to_check(raw_key)
-        if to_check is not None:
-            principal, key_check = to_check
-    if principal is None:
-        key = keys.api_key_checked(raw_key, for_trust=cached)
-        if key is None:
-            raise PassOn
-        principal = principal_for_key(key)
-    window = PrincipalRateThrottle().window(principal)
-    if window is None and generation is not None:  # nothing to confirm it with: read it
-        raise PassOn
-    along = cache.ReadAlong(window, generation)
-    try:
-        return resolution.resolve_answer(principal, _resolve_request(valid), along, key_check)
-    except cache.KeyUnconfirmed as exc:
-        keys.forget(raw_key)
-        raise PassOn from exc
-    except (ratelimit.RateExceeded, keys.KeyRefused) as exc:
-        raise PassOn from exc
-
-
-def resolved_valid(
-    principal: Principal,
-    valid: Mapping[str, Any],
-    along: cache.ReadAlong | None = None,
-    key_check: keys.KeyCheck | None = None,
-) -> dict[str, Any]:
-    """The answer to input already validated (by ``ResolveInput`` or, on the hot path,
-    ``plain_resolve_input``)."""
-    return resolution.resolve_for(principal, _resolve_request(valid), along, key_check)
+    valid = validated(ResolveInput, data)
+    return resolution.resolve_for(principal, _resolve_request(valid))
 
 
 def _resolve_request(valid: Mapping[str, Any]) -> resolution.ResolveRequest:

@@ -255,63 +255,6 @@ class ResolveInput(SharedFieldsSerializer):
     explain = serializers.BooleanField(required=False, default=False)
 
 
-_RESOLVE_MEMBERS = frozenset(ResolveInput._declared_fields)
-
-
-def _plain_text(value: Any, max_length: int) -> bool:
-    """A string every ``CharField`` of that length takes unchanged: printable ASCII, no
-    surrounding blanks (which DRF would trim), not empty."""
-    return (
-        type(value) is str
-        and 0 < len(value) <= max_length
-        and value.isascii()
-        and value.isprintable()
-        and value.strip() == value
-    )
-
-
-def plain_resolve_input(data: Any) -> dict[str, Any] | None:
-    """``ResolveInput``'s validated data for the inputs agents send on every request, or
-    None: then ``ResolveInput`` decides, and words any error. For an input taken here the
-    two give the same result (tests/unit/test_plain_resolve_input.py compares them); the
-    serializer costs a tenth of a cached resolve's CPU."""
-    if type(data) is not dict or not data.keys() <= _RESOLVE_MEMBERS:
-        return None
-    if not _plain_text(data.get("subject"), 40):
-        return None
-    valid: dict[str, Any] = {"subject": data["subject"], "explain": data.get("explain", False)}
-    if type(valid["explain"]) is not bool:
-        return None
-    if "context" in data:
-        context = data["context"]
-        if type(context) is not dict or not all(
-            name.isascii() and name.isprintable() and _plain_text(value, 200)
-            for name, value in context.items()
-        ):
-            return None
-        valid["context"] = dict(context)
-    if "fields" in data:
-        fields = data["fields"]
-        if (
-            type(fields) is not list
-            or not 0 < len(fields) <= 100
-            or not all(_plain_text(name, 100) for name in fields)
-        ):
-            return None
-        valid["fields"] = list(fields)
-    for name in ("valid_at", "known_at"):
-        if data.get(name, None) is not None:
-            return None  # parsing times is the serializer's
-        if name in data:
-            valid[name] = None
-    if "task_id" in data:
-        task_id = data["task_id"]
-        if task_id is not None and not _plain_text(task_id, 200):
-            return None
-        valid["task_id"] = task_id
-    return valid
-
-
 def source_representation(source: Source) -> dict[str, Any]:
     return {
         "id": source.pk,
