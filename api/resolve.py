@@ -26,11 +26,10 @@ from approvals.revalidation import (
     policy_publish_and_revalidate,
     revalidation_request,
 )
-from contract import answers
-from contract.serializers import ResolveInput, StrictInput
 from core.errors import NotFound
 from core.times import iso
-from memory import selectors
+from memory import answers, selectors
+from memory.serializers import ResolveInput, StrictInput
 
 
 class PolicyInput(StrictInput):

@@ -6,17 +6,17 @@ before; B, after) each served by its own gunicorn, driven in turn by the same wr
     REDIS_URL=redis://127.0.0.1:6379/10 \\
         .venv/bin/python -m bench.ab_servers /tmp/memgov-before . [--rounds 4] [--seconds 5]
 
-Both servers run this checkout's virtualenv on ``<DATABASE_URL>_100k`` (``bench.generate``'s
-data, as ``bench.cache_bench`` uses it), gthread 2 workers x 4 threads (with ``--asgi``, the
-production web role: ``deploy/gunicorn.conf.py``'s uvicorn workers on ``config.asgi``, 2
-of them), with the resolve cache on unless ``--cache-off``. Each round drives each tree's
-floor and then its resolve (the probes asked once just before, so a warm run finds its
-entries), A first in odd rounds and B first in even ones. The median round of each is
-printed with the CPU per request (``/proc``) of the web workers, and of PostgreSQL and
-Redis (every process of each on this machine: run nothing else on them), the web workers'
-involuntary context switches per request, and each tree's resolve/floor: the median of its
-rounds' own ratios, as ``bench.cache_bench`` judges the warm target. On a noisy host the
-rounds move together, so the A/B within a round means more than a figure on its own.
+Both servers run this checkout's virtualenv on ``<DATABASE_URL>_100k``
+(``bench.generate``'s data, as ``bench.cache_bench`` uses it), as deployed
+(``deploy/gunicorn.conf.py``: gthread workers on ``config.wsgi``), 2 workers, with the
+resolve cache on unless ``--cache-off``. Each round drives each tree's floor and then its
+resolve (the probes asked once just before, so a warm run finds its entries), A first in
+odd rounds and B first in even ones. The median round of each is printed with the CPU per
+request (``/proc``) of the web workers, and of PostgreSQL and Redis (every process of each
+on this machine: run nothing else on them), the web workers' involuntary context switches
+per request, and each tree's resolve/floor: the median of its rounds' own ratios, as
+``bench.cache_bench`` judges the warm target. On a noisy host the rounds move together, so
+the A/B within a round means more than a figure on its own.
 """
 
 from __future__ import annotations
@@ -107,9 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--cache-off", action="store_true")
-    parser.add_argument(
-        "--asgi", action="store_true", help="serve as deployed: uvicorn workers on config.asgi"
-    )
+    parser.add_argument("--threads", type=int, help="per worker (default: as deployed)")
     args = parser.parse_args(argv)
     url = _size_url(os.environ.get("DATABASE_URL", "postgres:///memgov_bench"), SIZE)
     key, bodies, _ = workload(url)
@@ -119,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     with ExitStack() as stack:
         servers = {
-            name: stack.enter_context(serving(url, cache, 4, root.resolve(), args.asgi))
+            name: stack.enter_context(serving(url, cache, args.threads, root.resolve()))
             for name, root in (("A", args.before), ("B", args.after))
         }
         for base, _ in servers.values():
@@ -132,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
                     warm(base, bodies, key)  # an entry lives at most a minute
                 runs[name].append(_drive(base, server, "/api/v1/resolve", bodies, key, args))
     print(
-        f"resolve, {'ASGI (uvicorn workers)' if args.asgi else 'WSGI (gthread 2 x 4)'}, "
+        f"resolve, gthread 2 workers x {args.threads or 'deployed'} threads, "
         f"cache {'on' if cache else 'off'}, {args.concurrency} clients, "
         f"{args.rounds} rounds of {args.seconds} s, load average {os.getloadavg()[0]:.2f}"
     )

@@ -7,8 +7,8 @@
 database, migrates it and loads the demo tenant, then starts its own stack:
 
 - a Redis on a free port (cache in db 1, broker in db 0), no persistence;
-- gunicorn as production runs it (``config.asgi:application`` with
-  ``deploy/gunicorn.conf.py``'s uvicorn workers, ``DEBUG=false``), 2 workers, but
+- gunicorn as production runs it (``config.wsgi:application`` with
+  ``deploy/gunicorn.conf.py``'s gthread workers, ``DEBUG=false``), 2 workers, but
   ``--max-requests 0``, so a leak shows as growth instead of being hidden by recycled
   workers;
 - a Celery worker (prefork, concurrency 2) and Celery beat (the sweeps).
@@ -158,7 +158,7 @@ class Stack:
     def start_web(self) -> None:
         self.web = self._spawn(
             "web",
-            [sys.executable, "-m", "gunicorn", "config.asgi:application",
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application",
              "-c", "deploy/gunicorn.conf.py", "--bind", f"127.0.0.1:{self.web_port}",
              "--workers", "2", "--max-requests", "0"],
         )  # fmt: skip

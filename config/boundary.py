@@ -3,15 +3,14 @@ anything reads the body, so oversized, chunked or NUL-carrying requests never re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from io import BytesIO
 from typing import Any
 from urllib.parse import unquote_plus
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from config.problems import problem_response
 from core.inputs import strict_int
@@ -29,31 +28,36 @@ class InputBoundaryMiddleware:
 
 
 def _body_refusal(request: HttpRequest) -> HttpResponse | None:
+    refusal, body = _sized_body(request.META)
+    if body is not None:
+        request._stream = BytesIO(body)  # Django reads the body from here
+    return refusal
+
+
+def _sized_body(environ: dict[str, Any]) -> tuple[HttpResponse | None, bytes | None]:
+    """A declared length over the limit refused, or a chunked body read under it: the WSGI
+    server de-chunks (gunicorn does) but cannot give a length, so it is read here, once,
+    and ``CONTENT_LENGTH`` set to its length. Returns the refusal, or the body read."""
     limit: int = settings.MAX_REQUEST_BODY_BYTES
-    declared = request.META.get("CONTENT_LENGTH") or ""
+    declared = environ.get("CONTENT_LENGTH") or ""
     if declared:
         length = strict_int(declared)
         if length is None:
-            return problem_response(400, "Content-Length must be a number of bytes.")
+            return problem_response(400, "Content-Length must be a number of bytes."), None
         if length > limit:
-            return problem_response(413, f"Request body is larger than {limit} bytes.")
-        return None
-    if "chunked" not in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return None
-    # The WSGI server de-chunks (gunicorn does) but cannot give a length: read it here, once,
-    # with the same limit, and hand the rest of Django an ordinary sized body.
-    stream = request.META.get("wsgi.input")
-    if stream is None:  # ASGI: AsgiBodyBoundary has already sized it
-        return None
+            return problem_response(413, f"Request body is larger than {limit} bytes."), None
+        return None, None
+    stream = environ.get("wsgi.input")
+    if stream is None or "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return None, None
     body = stream.read(limit + 1)
     if len(body) > limit:
         _drain(stream)
         refusal = problem_response(413, f"Request body is larger than {limit} bytes.")
         refusal["Connection"] = "close"
-        return refusal
-    request.META["CONTENT_LENGTH"] = str(len(body))
-    request._stream = BytesIO(body)  # Django reads the body from here
-    return None
+        return refusal, None
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return None, body
 
 
 # How much of an oversized chunked body is read and thrown away before the 413: a client
@@ -99,66 +103,20 @@ def _form_values(request: HttpRequest) -> Iterator[str]:
         yield from values
 
 
-class AsgiBodyBoundary:
-    """The body limit under ASGI (``config.asgi``), before Django's handler, which reads a
-    whole body into a spooled file before any middleware runs. A declared length over the
-    limit is refused unread; a chunked body is read here under the limit and handed on with
-    its length, as gunicorn's sync workers and ``_body_refusal`` do under WSGI."""
+class WsgiBodyBoundary:
+    """The same body limit for a WSGI application outside Django (the MCP server at
+    ``/mcp``, ``config.mcp``), which reads ``CONTENT_LENGTH`` bytes and would see a chunked
+    body as empty: it gets the body sized."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limit: int = settings.MAX_REQUEST_BODY_BYTES
-        headers = Headers(scope=scope)
-        declared = strict_int(headers.get("content-length") or "")
-        if declared is not None and declared > limit:
-            await _asgi_problem(send, 413, f"Request body is larger than {limit} bytes.")
-            return
-        if declared is not None or "chunked" not in headers.get("transfer-encoding", "").lower():
-            await self.app(scope, receive, send)
-            return
-        await self._sized(scope, receive, send, limit)
-
-    async def _sized(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
-        body, more = bytearray(), True
-        while more and len(body) <= limit:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = bool(message.get("more_body", False))
-        if len(body) > limit:
-            left = DRAIN_BYTES
-            while more and left > 0:
-                message = await receive()
-                left -= len(message.get("body", b""))
-                more = message["type"] == "http.request" and bool(message.get("more_body"))
-            await _asgi_problem(
-                send, 413, f"Request body is larger than {limit} bytes.", close=True
-            )
-            return
-        sized = [(k, v) for k, v in scope["headers"] if k.lower() != b"transfer-encoding"]
-        sized.append((b"content-length", str(len(body)).encode()))
-        handed: list[bool] = []
-
-        async def replay() -> Message:
-            if not handed:
-                handed.append(True)
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
-        await self.app({**scope, "headers": sized}, replay, send)
-
-
-async def _asgi_problem(send: Send, status: int, detail: str, *, close: bool = False) -> None:
-    response = problem_response(status, detail)
-    headers = [(b"content-type", response["Content-Type"].encode())]
-    headers.append((b"content-length", str(len(response.content)).encode()))
-    if close:
-        headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": response.content})
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        refusal, body = _sized_body(environ)
+        if refusal is not None:
+            status = f"{refusal.status_code} {refusal.reason_phrase}"
+            start_response(status, list(refusal.items()))
+            return [refusal.content]
+        if body is not None:
+            environ["wsgi.input"] = BytesIO(body)
+        return self.app(environ, start_response)

@@ -15,7 +15,6 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
 from config.logs import logging_config
-from config.processes import web_threads
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
@@ -54,6 +53,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.tenant_share.TenantShareMiddleware",  # before anything reads the body or queries
     "config.boundary.InputBoundaryMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.security.ContentSecurityPolicyMiddleware",
@@ -68,8 +68,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
-WSGI_APPLICATION = "config.wsgi.application"
-ASGI_APPLICATION = "config.asgi.application"  # the same site plus the MCP server at /mcp
+WSGI_APPLICATION = "config.wsgi.application"  # the site, the API and the MCP server at /mcp
 
 TEMPLATES = [
     {
@@ -88,7 +87,11 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'memgov.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Persistent connections, checked before reuse: one per gunicorn thread (MEMGOV_WEB_THREADS
+# per web worker process), kept 60 s between requests.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let the web server and the worker share the file.
     DATABASES["default"]["OPTIONS"] = {
@@ -97,18 +100,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-elif env_bool("MEMGOV_DB_POOL", default=False):
-    # Under ASGI (config/asgi.py turns this on) Django's documentation says to use the
-    # driver's pool rather than persistent connections (Django's own handler started a
-    # thread per request, and its connections piled up until PostgreSQL refused more).
-    # Connections go back to the pool at the end of each request and keep their prepared
-    # statements (core.sql); one for each request thread (MEMGOV_WEB_THREADS) by default.
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1,
-        "max_size": env_int("MEMGOV_DB_POOL_SIZE", web_threads()),
-        "timeout": 10,
-    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One Redis URL for the resolve cache and the Celery broker, used as written (a URL without a
@@ -189,10 +180,11 @@ LOGIN_USERNAME_FAILURE_LIMIT = env_int("MEMGOV_LOGIN_USERNAME_FAILURE_LIMIT", 50
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("MEMGOV_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 TRUSTED_PROXIES = env_int("MEMGOV_TRUSTED_PROXIES", 0)
 CLIENT_IP_HEADER = env_str("MEMGOV_CLIENT_IP_HEADER", "X-Forwarded-For")
-# One tenant's share of a web process (config/tenant_share.py): its requests running or
-# waiting for one of the process's MEMGOV_WEB_THREADS; the next is a quick 429. 0: no cap
-# (threads are still handed out fairly between tenants).
-TENANT_MAX_IN_FLIGHT = env_int("MEMGOV_TENANT_MAX_IN_FLIGHT", 32)
+# A web process answers MEMGOV_WEB_THREADS requests at once (deploy/gunicorn.conf.py). One
+# tenant may hold all of them but one (config/tenant_share.py): its next request is a quick
+# 429, and the last thread is left to the other tenants. 0: no cap.
+WEB_THREADS = max(1, env_int("MEMGOV_WEB_THREADS", 8))
+TENANT_MAX_IN_FLIGHT = env_int("MEMGOV_TENANT_MAX_IN_FLIGHT", max(1, WEB_THREADS - 1))
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -229,7 +221,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["memory.auth.IsTenantPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.inputs.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["memory.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},

@@ -12,16 +12,14 @@ from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
-# uvicorn in every worker process (config.workers): one event loop per worker (uvloop, with
-# httptools parsing HTTP) serves the site and the MCP server at /mcp; a request's Django
-# code runs in one hop to one of MEMGOV_WEB_THREADS (default 8) threads kept for requests
-# (config.asgi.OneHopASGIHandler).
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "config.workers.MemgovUvicornWorker")
+# gthread: each worker process answers MEMGOV_WEB_THREADS requests at once (default 8), one
+# per thread, with one persistent PostgreSQL connection each (config/settings.py); more
+# wait in the worker's queue. config.wsgi serves Django and the MCP server at /mcp.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+threads = int(os.environ.setdefault("MEMGOV_WEB_THREADS", "8"))  # settings read it too
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
-# The workers' request threads run under SCHED_BATCH (config/processes.py, set when the
-# application loads in each worker; MEMGOV_WEB_SCHED_BATCH=false keeps Linux's default).
 
 # A worker is replaced after this many requests (insurance against a slow leak; 0 never)
 # plus a random share of the jitter, so that workers are not replaced together. A replacement boots

@@ -5,13 +5,15 @@ request whose process died leaves its key to the next retry once the lease has r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from core.errors import InvalidContent, StillProcessing
 from core.models import IdempotencyRecord
@@ -19,22 +21,12 @@ from core.principals import Principal
 
 HEADER = "Idempotency-Key"
 IN_PROGRESS = 0
-
-
-@dataclass(frozen=True)
-class StoredAnswer:
-    """The first answer to a request, as kept for its retries."""
-
-    status: int
-    body: Any
-    headers: dict[str, Any]
+_REPLAYED_HEADERS = ("ETag", "Location")
 
 
 class Replay(Exception):
-    """The key was used before for the same request: here is its first answer."""
-
-    def __init__(self, answer: StoredAnswer) -> None:
-        self.answer = answer
+    def __init__(self, response: Response) -> None:
+        self.response = response
 
 
 def caller(principal: Principal) -> str:
@@ -43,6 +35,13 @@ def caller(principal: Principal) -> str:
     if principal.api_key is not None:
         return f"key:{principal.api_key.pk}"
     return principal.name
+
+
+def request_hash(request: Request) -> str:
+    """Method, path, caller and raw body: same key, same bytes."""
+    body: bytes = request._request.body
+    who = caller(request.auth) if isinstance(request.auth, Principal) else ""
+    return hashlib.sha256(f"{request.method} {request.path} {who}\n".encode() + body).hexdigest()
 
 
 def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
@@ -72,11 +71,16 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
         raise InvalidContent({HEADER: ["was already used with a different request"]})
     if existing.response_status == IN_PROGRESS:
         return _take_over(existing, now)
-    raise Replay(
-        StoredAnswer(
-            existing.response_status, existing.response_body, dict(existing.response_headers)
-        )
+    headers = dict(existing.response_headers)
+    content_type = headers.pop("Content-Type", None)
+    response = Response(
+        existing.response_body,
+        status=existing.response_status,
+        headers=headers,
+        content_type=content_type,
     )
+    response["Idempotent-Replayed"] = "true"
+    raise Replay(response)
 
 
 def _take_over(claim: IdempotencyRecord, now: datetime) -> IdempotencyRecord:
@@ -91,6 +95,13 @@ def _take_over(claim: IdempotencyRecord, now: datetime) -> IdempotencyRecord:
         raise StillProcessing("A request with this Idempotency-Key is still being processed.")
     claim.created_at = now
     return claim
+
+
+def complete(record: IdempotencyRecord, response: Response) -> None:
+    headers: dict[str, Any] = {h: response[h] for h in _REPLAYED_HEADERS if response.has_header(h)}
+    if response.content_type:
+        headers["Content-Type"] = response.content_type
+    record_answer(record, response.status_code, response.data, headers)
 
 
 def record_answer(

@@ -96,7 +96,7 @@ def main() -> None:
                     python,
                     "-m",
                     "gunicorn",
-                    "config.asgi:application",
+                    "config.wsgi:application",
                     "-c",
                     "deploy/gunicorn.conf.py",
                 ],

@@ -52,17 +52,10 @@ def main() -> int:
         subprocess.Popen(  # noqa: S603 - fixed command line
             [
                 str(BIN / "gunicorn"),
-                "config.asgi:application",  # the site and the MCP server at /mcp
-                "--worker-class",
-                "config.workers.MemgovUvicornWorker",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "2",
-                "--access-logfile",
-                "-",
-                "--log-level",
-                "warning",
+                "config.wsgi:application",  # the site, the API and the MCP server at /mcp
+                *("-c", "deploy/gunicorn.conf.py"),  # as deployed, on fewer processes
+                *("--bind", f"127.0.0.1:{port}", "--workers", "2"),
+                *("--access-logfile", "-", "--log-level", "warning"),
             ],
             cwd=ROOT,
             env=env,

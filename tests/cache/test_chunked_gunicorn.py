@@ -1,7 +1,7 @@
 """Issue 11, point 5, end to end: gunicorn de-chunks a request without Content-Length, and
-the input boundary reads it under the same 256 KiB limit instead of seeing no body — with
-the sync workers on ``config.wsgi`` and with the uvicorn workers on ``config.asgi`` (the
-production setup since the MCP server, where ``config.boundary.AsgiBodyBoundary`` does it)."""
+the input boundary reads it under the same 256 KiB limit instead of seeing no body, on the
+web role as deployed: for Django (``config.boundary.InputBoundaryMiddleware``) and for the
+MCP server at ``/mcp`` (``config.boundary.WsgiBodyBoundary``)."""
 
 from __future__ import annotations
 
@@ -12,25 +12,17 @@ from typing import Any
 
 import pytest
 
-from tests.cache.conftest import ASGI_WORKERS, Gunicorn, RedisServer
+from tests.cache.conftest import Gunicorn, RedisServer
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(scope="module", params=["wsgi", "asgi"])
+@pytest.fixture(scope="module")
 def gunicorn_server(
-    request: pytest.FixtureRequest,
-    redis_server: RedisServer,
-    django_db_setup: Any,
-    django_db_blocker: Any,
+    redis_server: RedisServer, django_db_setup: Any, django_db_blocker: Any
 ) -> Iterator[Gunicorn]:
-    if request.param == "wsgi":
-        server = Gunicorn(redis_server.url)
-    else:
-        server = Gunicorn(
-            redis_server.url, app="config.asgi:application", GUNICORN_CMD_ARGS=ASGI_WORKERS
-        )
+    server = Gunicorn(redis_server.url)
     yield server
     server.stop()
 
@@ -40,13 +32,19 @@ def _chunks(body: bytes, size: int = 8192) -> Iterator[bytes]:
         yield body[start : start + size]
 
 
-def _post_chunked(server: Gunicorn, key: str, body: bytes) -> tuple[int, dict[str, object]]:
+def _post_chunked(
+    server: Gunicorn, key: str, body: bytes, path: str = "/api/v1/sources"
+) -> tuple[int, dict[str, Any]]:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     connection.request(
         "POST",
-        "/api/v1/sources",
+        path,
         body=_chunks(body),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        headers={
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
         encode_chunked=True,
     )
     response = connection.getresponse()
@@ -68,6 +66,24 @@ def test_a_chunked_body_of_300_kib_is_a_413(private_redis, gunicorn_server, worl
     body = json.dumps({"kind": "message", "content": "x" * (300 * 1024)}).encode()
 
     status, answer = _post_chunked(gunicorn_server, world.keys["agent"], body)
+
+    assert status == 413, answer
+    assert answer["status"] == 413
+
+
+def test_a_chunked_mcp_message_is_answered(private_redis, gunicorn_server, world):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+
+    status, answer = _post_chunked(gunicorn_server, world.keys["agent"], ping, path="/mcp")
+
+    assert status == 200, answer
+    assert answer == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_a_chunked_mcp_message_of_300_kib_is_a_413(private_redis, gunicorn_server, world):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "x": "x" * 300_000})
+
+    status, answer = _post_chunked(gunicorn_server, world.keys["agent"], body.encode(), "/mcp")
 
     assert status == 413, answer
     assert answer["status"] == 413

@@ -76,7 +76,7 @@ def test_processes_with_the_same_urls_start_and_a_flushed_redis_is_marked_again(
     [
         ["manage.py", "mcp"],
         ["-m", "celery", "-A", "config", "worker", "--pool=solo"],
-        ["-m", "gunicorn", "config.asgi:application", "-c", "deploy/gunicorn.conf.py"],
+        ["-m", "gunicorn", "config.wsgi:application", "-c", "deploy/gunicorn.conf.py"],
     ],
     ids=["stdio-mcp", "worker", "web"],
 )

@@ -1,6 +1,7 @@
-"""A live Memgov for MCP sessions: ``uvicorn config.asgi:application`` (the REST API and
-``/mcp``) and a ``celery -A config worker``, both on the test database and on a private
-``redis-server`` (broker and cache), so no other test run's worker takes their tasks."""
+"""A live Memgov for MCP sessions: the web role as deployed (``gunicorn config.wsgi`` with
+``deploy/gunicorn.conf.py``: the REST API and ``/mcp``) and a ``celery -A config worker``,
+both on the test database and on a private ``redis-server`` (broker and cache), so no
+other test run's worker takes their tasks."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.cache.conftest import RedisServer, database_url, free_port, wait_unti
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "var" / "test"
+DEPLOYED = "deploy/gunicorn.conf.py"
 
 
 @dataclass
@@ -64,7 +66,7 @@ def _start(command: list[str], env: dict[str, str], name: str) -> subprocess.Pop
 
 
 def _answers(live: Live, process: subprocess.Popen[bytes]) -> bool:
-    assert process.poll() is None, "uvicorn exited; see var/test/mcp-uvicorn-*.log"
+    assert process.poll() is None, "gunicorn exited; see var/test/mcp-gunicorn-*.log"
     try:
         with urllib.request.urlopen(f"{live.base}/healthz", timeout=2):  # noqa: S310
             return True
@@ -93,20 +95,9 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
     }
     live = Live(base=f"http://127.0.0.1:{port}", env=env)
     server = _start(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "config.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env,
-        f"mcp-uvicorn-{port}",
+        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", DEPLOYED],
+        {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "2"},
+        f"mcp-gunicorn-{port}",
     )
     worker = _start(
         [
@@ -129,7 +120,7 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
     )
     live.processes += [server, worker]
     try:
-        wait_until(lambda: _answers(live, server), timeout=90, what="uvicorn to answer /healthz")
+        wait_until(lambda: _answers(live, server), timeout=90, what="gunicorn to answer /healthz")
         yield live
     finally:
         for process in live.processes:

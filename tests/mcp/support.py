@@ -1,5 +1,5 @@
 """MCP sessions for the tests: the SDK's own ``Client``, in-process (the server object
-itself, on the test database), over streamable HTTP (a live uvicorn), or over stdio
+itself, on the test database), over streamable HTTP (the live web role), or over stdio
 (``manage.py mcp`` as a subprocess). Every call goes through the real server code."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Seed 002's delivery story told by an agent through MCP, over streamable HTTP (a live
-uvicorn serving ``config.asgi``) and over stdio (``manage.py mcp``), with a real Celery
-worker running the scenario checks: record the order, propose its address, a reviewer
-approves (REST, personal key), the worker checks, resolve returns it, check_task is clean,
-the agent corrects it. Also: another tenant sees 404s, a revoked key is refused."""
+"""Seed 002's delivery story told by an agent through MCP, over streamable HTTP (the
+live web role, gunicorn serving ``config.wsgi``) and over stdio (``manage.py mcp``), with a
+real Celery worker running the scenario checks: record the order, propose its address, a
+reviewer approves (REST, personal key), the worker checks, resolve returns it, check_task
+is clean, the agent corrects it. Also: another tenant sees 404s, a revoked key is refused."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from config.asgi import mcp_with_telemetry
 from config.telemetry import AsgiRequestTelemetry
 
 SAMPLE = "memgov_http_request_duration_seconds_count"
@@ -80,5 +79,7 @@ def test_an_mcp_request_without_an_id_gets_one_and_a_failure_is_logged_as_a_500(
 
 
 def test_the_site_serves_mcp_through_the_wrapper():
+    from config.wsgi import mcp_with_telemetry  # starts the MCP server's event loop
+
     assert isinstance(mcp_with_telemetry, AsgiRequestTelemetry)
     assert mcp_with_telemetry.route == "/mcp"
