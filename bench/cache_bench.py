@@ -7,12 +7,12 @@ cost of an invalidation with 10 vs. 10,000 cached entries under one subject.
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python -m bench.cache_bench
 
 The data is ``bench.generate``'s (``<DATABASE_URL>_100k``, shared with the resolve
-benchmark, generated when missing). Two web roles as deployed (gunicorn's gthread workers
-on ``config.wsgi``), 2 workers each, run side by side, one with the cache and one without
-(only one is driven at a time); ``wrk`` (Debian package ``wrk``) drives them over
-loopback, rounds interleaved, the median round reported. Results go to
-``bench/results/cache-<date>.json`` and a table is printed. Targets: warm resolve >= 0.7x
-the floor's throughput, warm >= 3x cold, bump time independent of the number of entries.
+benchmark, generated when missing). Two gunicorn servers with 2 sync workers each run side
+by side, one with the cache and one without (only one is driven at a time); ``wrk``
+(Debian package ``wrk``) drives them over loopback, rounds interleaved, the median round
+reported. Results go to ``bench/results/cache-<date>.json`` and a table is printed.
+Targets: warm resolve >= 0.7x the floor's throughput, warm >= 3x cold, bump time
+independent of the number of entries.
 """
 
 from __future__ import annotations
@@ -73,21 +73,19 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gunicorn(url: str, cache: bool, threads: int | None) -> Iterator[str]:
+def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
     with serving(url, cache, threads) as (base, _):
         yield base
 
 
 @contextmanager
 def serving(
-    url: str, cache: bool, threads: int | None, root: Path = ROOT
+    url: str, cache: bool, threads: int, root: Path = ROOT, asgi: bool = False
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The web role as deployed (``deploy/gunicorn.conf.py``: gthread workers on
-    ``config.wsgi``), 2 workers, on the source tree at ``root`` (``python -m`` puts that tree
-    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv), with
-    ``threads`` request threads per worker (None: the deployed default). One agent drives
-    every thread, as the targets were set: its per-tenant cap (``config.tenant_share``, a
-    guard between tenants) is off here."""
+    """gunicorn with 2 workers on the source tree at ``root`` (``python -m`` puts that tree
+    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv): gthread
+    workers on ``config.wsgi``, or with ``asgi`` the production web role as deployed
+    (``deploy/gunicorn.conf.py``: uvicorn workers on ``config.asgi``)."""
     port = _free_port()
     env = {
         **os.environ,
@@ -96,16 +94,18 @@ def serving(
         "ALLOWED_HOSTS": "127.0.0.1",
         "MEMGOV_RESOLVE_CACHE": "true" if cache else "false",
         "MEMGOV_THROTTLE_RATE": THROTTLE_RATE,
-        "MEMGOV_TENANT_MAX_IN_FLIGHT": "0",
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
-        "GUNICORN_WORKERS": "2",
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
     }
-    if threads is not None:
-        env["MEMGOV_WEB_THREADS"] = str(threads)
-    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
-    command += ["-c", "deploy/gunicorn.conf.py", "--log-level=warning"]
+    if asgi:
+        env |= {"GUNICORN_WORKERS": "2", "GUNICORN_BIND": f"127.0.0.1:{port}"}
+        command = [sys.executable, "-m", "gunicorn", "config.asgi:application"]
+        command += ["-c", "deploy/gunicorn.conf.py", "--log-level=warning"]
+    else:
+        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
+        command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]
+        if threads > 1:  # while one request waits on PostgreSQL or Redis, another runs
+            command += ["--worker-class=gthread", f"--threads={threads}", "--keep-alive=30"]
     process = subprocess.Popen(command, cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -201,7 +201,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     from django.utils import timezone
 
     from core.principals import Principal
-    from memory import cache, resolution
+    from memory import cache, generations, resolution
     from memory.models import Entity
     from memory.resolution import ResolveRequest
 
@@ -216,7 +216,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
             explain=False,
         )
 
-    client = cache._redis()
+    client = cache.redis_client()
     cases: list[tuple[int, str, Principal, str, int, list[float]]] = []
     for count, subject_id in zip(entry_counts, subjects, strict=False):
         tenant = Entity.objects.select_related("tenant").get(pk=subject_id).tenant
@@ -228,16 +228,16 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
         with client.pipeline(transaction=False) as pipe:
             for i in range(1, count):
                 shape = resolution.cache_shape(principal, request(subject_id, i))
-                key, _, _ = cache._read(tenant.pk, subject_id, shape, cache.ReadAlong())
+                key = generations.read_entry(tenant.pk, subject_id, shape).key
                 pipe.set(key, b'{"facts":[]}', px=120_000)
             pipe.execute()
         entries = sum(1 for _ in client.scan_iter(pattern, 1000))
-        generation = cache.subject_generation_key(tenant.pk, subject_id)
+        generation = generations.subject_generation_key(tenant.pk, subject_id)
         cases.append((count, subject_id, principal, generation, entries, []))
     for _ in range(repeats):
         for _count, _subject, _principal, generation, _entries, timings in cases:
             started = time.perf_counter()
-            cache.bump([generation])
+            generations.bump([generation])
             timings.append((time.perf_counter() - started) * 1e6)
     out: dict[str, Any] = {}
     for count, subject_id, principal, _generation, entries, timings in cases:
@@ -307,9 +307,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
-    parser.add_argument(
-        "--threads", type=int, help="request threads per worker (default: as deployed)"
-    )
+    parser.add_argument("--threads", type=int, default=1, help="> 1: gthread workers")
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith(("postgres://", "postgresql://")) or not os.environ.get("REDIS_URL"):
@@ -341,8 +339,8 @@ def main() -> None:
         "versions_in_database": MemoryVersion.objects.count(),
         "server": {
             "gunicorn_workers": 2,
-            "worker_class": "gthread",
-            "threads": args.threads or "deployed default",
+            "worker_class": "gthread" if args.threads > 1 else "sync",
+            "threads": args.threads,
             "debug": False,
         },
         "cpus": os.cpu_count(),

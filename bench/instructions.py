@@ -66,6 +66,7 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
     from django.utils import timezone
 
     from bench.generate import context_for, info
+    from core.principals import principal_for_key
     from memory import candidates, keys, resolution, resolver
     from memory.answers import _resolve_request
 
@@ -89,12 +90,12 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
         if not status[0].startswith("200"):
             raise SystemExit(f"{path} answered {status[0]}")
 
-    for i in range(WARM_UP):  # the key remembered, the statement prepared
+    for i in range(WARM_UP):  # the statement prepared
         http("/api/v1/resolve", bodies[i % count], manifest["key"])
-    checked = keys.api_key_to_check(manifest["key"])
-    if checked is None:
-        raise SystemExit("the agent key was not remembered")
-    principal, key_check = checked
+    key = keys.api_key_for_raw(manifest["key"])
+    if key is None:
+        raise SystemExit("the agent key is not live")
+    principal = principal_for_key(key)
     now = timezone.now()
     asked = [
         _resolve_request({"subject": s["id"], "context": context_for(s["index"]), "explain": False})
@@ -108,7 +109,6 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
             context=a.context,
             known_at=now,
             with_policy=True,
-            key_check=key_check.key_id,
         )
         for a in asked
     ]
@@ -119,7 +119,7 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
         resolver.Query(context=a.context, valid_at=now, known_at=now, labels=principal.labels)
         for a in asked
     ]
-    decisions = [resolution.decide(principal, a, now, key_check) for a in asked]
+    decisions = [resolution.decide(principal, a, now) for a in asked]
 
     def resolve(i: int) -> None:
         http("/api/v1/resolve", bodies[i % count], manifest["key"])
@@ -129,14 +129,14 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
         "warm": resolve,  # the same request, in a process with the cache on (``child``)
         "floor": lambda i: http("/floor", b"", None),
         "checks": lambda i: http("/floor/checks", b"", manifest["key"]),
-        "decide": lambda i: resolution.decide(principal, asked[i % count], now, key_check),
+        "decide": lambda i: resolution.decide(principal, asked[i % count], now),
         "candidate_rows": lambda i: candidates.candidate_rows(requests[i % count]),
         "to_candidate": lambda i: [
             candidates.to_candidate(row, now, None) for row in rows[i % count]
         ],
         "resolver": lambda i: resolver.resolve(found[i % count], queries[i % count], policy),
         "body": lambda i: resolution.resolution_body(decisions[i % count], explain=False),
-        "key": lambda i: keys.api_key_to_check(manifest["key"]),
+        "key": lambda i: keys.api_key_for_raw(manifest["key"]),
     }
 
 

@@ -1,8 +1,10 @@
 """Production URLs plus ``/floor``: a bare JSON answer of the same server, the floor the
 resolve numbers are compared with (bench/README.md), and ``/floor/checks``: the floor plus
-the round trip a cached resolve cannot do without, to show what is left to win."""
+the round trips a cached resolve cannot do without, to show what is left to win."""
 
 from __future__ import annotations
+
+import time
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
@@ -10,7 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from config.urls import handler400, handler403, handler404, handler500
 from config.urls import urlpatterns as production
-from memory import cache, keys
+from memory import generations, keys, throttle
 
 
 def floor(request: HttpRequest) -> JsonResponse:
@@ -20,19 +22,15 @@ def floor(request: HttpRequest) -> JsonResponse:
 @csrf_exempt
 def floor_checks(request: HttpRequest) -> JsonResponse:
     """What a cached resolve's checks cost and nothing else (docs/architecture.md, Resolve's
-    hot path): the caller's key as remembered in this process (read when it is not), and
-    one call of the cache's Redis read script. No validation, no answer."""
+    hot path): the caller's key read from the database, the throttle's Redis script and
+    the cache's read script. No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
-    trusted = keys.api_key_on_trust(raw)
-    if trusted is not None:
-        tenant_id = trusted[0].tenant.pk
-    else:
-        found = keys.api_key_checked(raw, for_trust=True)
-        if found is None:
-            return JsonResponse({"status": "unknown key"}, status=401)
-        tenant_id = found.tenant_id
-    names = cache.generation_keys(tenant_id, "floor")
-    cache.run_script("read", cache._READ, names, [1, 1, "mg:floor:", "checks"])
+    key = keys.api_key_for_raw(raw)
+    if key is None:
+        return JsonResponse({"status": "unknown key"}, status=401)
+    window = throttle.Window(bucket=f"mg:floor:{key.pk}", limit=10**9, period=60, now=time.time())
+    throttle.admit(window)
+    generations.read_entry(key.tenant_id, "floor", {"floor": "checks"})
     return JsonResponse({"status": "ok"})
 
 

@@ -10,7 +10,7 @@ from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
 from core.principals import Principal, principal_for_key, principal_for_user
-from memory import cache, ratelimit
+from memory import throttle
 from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
@@ -74,12 +74,11 @@ class IsTenantPrincipal(permissions.BasePermission):
 class PrincipalRateThrottle(throttling.SimpleRateThrottle):
     """One bucket per API key (or per person for sessions).
 
-    With Redis it is a sliding-window counter (``memory.ratelimit``): one round trip per
-    request, or none of its own on resolve's hot path, where it rides on the cache's read
-    (``answers.resolved_for_key``). DRF's default keeps every request's timestamp in one
-    cache value that each request reads and writes back whole (up to ``num_requests``
-    floats each way, and concurrent requests overwrite each other's entries, letting more
-    through than the rate). Without Redis (a single process on the local-memory cache)
+    With Redis it is a sliding-window counter (``memory.throttle``): one round trip per
+    request. DRF's default keeps every request's timestamp in one cache value that each
+    request reads and writes back whole (up to ``num_requests`` floats each way, and
+    concurrent requests overwrite each other's entries, letting more through than the
+    rate). Without Redis (a single process on the local-memory cache)
     DRF's default is kept."""
 
     scope = "principal"
@@ -93,17 +92,17 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         return None if principal is None else self._bucket(principal)
 
     def _bucket(self, principal: Principal) -> str:
-        ratelimit.remember_tenant(principal)  # every path names the bucket: REST, MCP, hot
+        throttle.remember_tenant(principal)  # every path names the bucket: REST, MCP
         ident = f"key{principal.api_key.pk}" if principal.api_key else principal.name
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
-    def window(self, principal: Principal) -> ratelimit.Window | None:
+    def window(self, principal: Principal) -> throttle.Window | None:
         """The caller's counters at this instant, when Redis keeps them (else None)."""
         limit, period = self.num_requests, self.duration  # parsed from the rate on creation
         if not settings.CACHE_URL or limit is None or period is None:
             return None
         bucket = self._bucket(principal)
-        return ratelimit.Window(bucket=bucket, limit=limit, period=period, now=self.timer())
+        return throttle.Window(bucket=bucket, limit=limit, period=period, now=self.timer())
 
     def allow_request(self, request: Request, view: APIView) -> bool:
         if not settings.CACHE_URL:
@@ -113,7 +112,7 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         if window is None:
             return True
         self.key = window.bucket
-        self._retry_after = cache.admit(window)
+        self._retry_after = throttle.admit(window)
         return self._retry_after is None
 
     def wait(self) -> float | None:

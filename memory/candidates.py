@@ -16,11 +16,9 @@ from typing import Any, NamedTuple
 import orjson
 from django.db.models import BooleanField, Field, IntegerField, Q, QuerySet, TextField
 from django.db.models.expressions import RawSQL
-from django.utils import timezone
 
 from core.sql import json_loads, on_postgresql, one_text, placeholders, prepared_cursor
 from memory import resolver
-from memory.keys import KEY_LABELS_SQL, NOT_READ
 from memory.models import OPEN_STATUSES, MemoryVersion
 
 _SCALAR_COLUMNS = (
@@ -96,9 +94,6 @@ class CandidateRequest:
     revocation_spares_item: str | None = None
     # Also read the tenant's current policy (see ``load_candidates_and_policy``).
     with_policy: bool = False
-    # Also read whether this API key is live, and its labels (``memory.keys.KeyCheck``);
-    # PostgreSQL only, with the policy.
-    key_check: int | None = None
 
 
 def _in_use(known_at: datetime) -> Q:
@@ -234,11 +229,6 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     if request.with_policy:
         policy = f", {_POLICY_VERSION}, {_POLICY_PRECEDENCE}"
         head += [request.tenant_id] * 2
-    if request.key_check is not None:
-        if not request.with_policy:
-            raise ValueError("a key is checked with the policy (the row's last columns)")
-        policy += f", {KEY_LABELS_SQL}"
-        head += [request.key_check, timezone.now()]
     # The subqueries come first in the SELECT list: their parameters precede WHERE's.
     sql = (
         f"SELECT {_SELECT}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
@@ -281,15 +271,12 @@ class _Row(NamedTuple):
     pending: bool
     policy_version: int | None = None
     policy_precedence: str | None = None
-    key_labels: str | None = None
 
 
 def candidate_rows(request: CandidateRequest) -> list[Any]:
     """The candidate rows: one raw statement on PostgreSQL, the ORM's queryset elsewhere
     (SQLite has no ``<@``; the resolver's own scope test does that filter there)."""
     if not on_postgresql():
-        if request.key_check is not None:
-            raise ValueError("a key is checked by the written-out statement (PostgreSQL)")
         return list(candidate_queryset(request))
     sql, params = candidate_sql(request)
     with prepared_cursor() as cursor:  # its JSON arrives decoded
@@ -426,18 +413,14 @@ def load_candidates(request: CandidateRequest) -> list[resolver.Candidate]:
 
 def load_candidates_and_policy(
     request: CandidateRequest,
-) -> tuple[list[resolver.Candidate], resolver.Policy | None, Any]:
-    """The candidates, the tenant's current policy and, for a ``key_check``, what the
-    statement read of the key (``memory.keys.confirmed_labels``), from one statement. The
-    policy is None and the key ``NOT_READ`` when no candidate came back: the caller then
-    reads them on its own."""
+) -> tuple[list[resolver.Candidate], resolver.Policy | None]:
+    """The candidates and the tenant's current policy, from one statement. The policy is
+    None when no candidate came back: the caller then reads it on its own."""
     rows = candidate_rows(request if request.with_policy else replace(request, with_policy=True))
     candidates = [to_candidate(row, request.known_at, request.include) for row in rows]
     if not rows:
-        return candidates, None, NOT_READ
-    policy = _stated_policy(rows[0].policy_version, rows[0].policy_precedence)
-    # Only the written-out statement reads a key (the ORM's rows, on SQLite, have no such column).
-    return candidates, policy, rows[0].key_labels if request.key_check is not None else None
+        return candidates, None
+    return candidates, _stated_policy(rows[0].policy_version, rows[0].policy_precedence)
 
 
 @functools.lru_cache(maxsize=256)

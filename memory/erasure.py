@@ -37,7 +37,7 @@ Phases:
   the erasure sends no reason; it also redacts an event fanned out after the erasure
   (one that sat in the broker meanwhile).
 - ``cache``: Redis entries of the subject. Their keys all begin with
-  ``mg:res:<tenant>:<subject>:`` (``memory.cache``), so a SCAN on that prefix finds every
+  ``mg:res:<tenant>:<subject>:`` (``memory.generations``), so a SCAN on that prefix finds every
   one without a per-subject index; each is deleted, and so is the subject's generation
   counter. (They were already unreadable: the start moved the subject's generation on.)
 - ``done``: one audit event ``subject.erased`` with the counts, the erasure id and the
@@ -70,7 +70,7 @@ from core.errors import InvalidContent
 from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
-from memory import cache, events
+from memory import cache, events, generations
 from memory.effects import ERASURE_DONE, ERASURE_RUN
 from memory.lifecycle import end_use_of_subject
 from memory.models import (
@@ -218,7 +218,7 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
             },
         )
         # No item may be left to bump (a subject with none): its answers end here too.
-        cache.invalidate_subject_on_commit([(principal.tenant.pk, entity.pk)])
+        generations.invalidate_subject_on_commit([(principal.tenant.pk, entity.pk)])
         outbox_write(kind=ERASURE_RUN, payload={"erasure_id": erasure.pk}, tenant=entity.tenant)
     return erasure
 
@@ -505,11 +505,11 @@ def _delete_cache_entries(erasure: Erasure) -> bool:
     (it is gone either way)."""
     if not settings.CACHE_URL:
         return False
-    client = cache._redis()
-    prefix = f"mg:res:{erasure.tenant_id}:{erasure.subject_id}:"
+    client = cache.redis_client()
+    prefix = generations.entry_prefix(erasure.tenant_id, erasure.subject_id)
     keys = list(client.scan_iter(match=f"{prefix}*", count=1000))[: batch_size()]
     if not keys:
-        client.delete(cache.subject_generation_key(erasure.tenant_id, erasure.subject_id))
+        client.delete(generations.subject_generation_key(erasure.tenant_id, erasure.subject_id))
         return False
     erasure_count(erasure, cache_entries=int(client.delete(*keys)))
     return True

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import AuditEntry, audit_append, audit_append_many
-from memory import cache, events
+from memory import events, generations
 from memory.effects import after_checks_failed, after_retired
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, RetrievalUse, Status, TaskFlag
 
@@ -86,7 +86,7 @@ def version_transition(
 
 
 def bump_on_commit(versions: Iterable[MemoryVersion]) -> None:
-    cache.invalidate_subject_on_commit((v.tenant_id, v.subject_id) for v in versions)
+    generations.invalidate_subject_on_commit((v.tenant_id, v.subject_id) for v in versions)
 
 
 def flag_tasks(*, item: MemoryItem, event: str, reason: str, at: datetime) -> list[str]:
@@ -194,7 +194,7 @@ def end_use_of_subject(
         .values_list("pk", "item_id", "number", "status", "activated_at")
     )
     if not rows:
-        cache.invalidate_subject_on_commit([(tenant_id, subject_id)])
+        generations.invalidate_subject_on_commit([(tenant_id, subject_id)])
         return 0
     for start in range(0, len(rows), 1000):
         chunk = rows[start : start + 1000]
@@ -245,7 +245,7 @@ def end_use_of_subject(
             ignore_conflicts=True,
             batch_size=1000,
         )
-    cache.invalidate_subject_on_commit([(tenant_id, subject_id)])
+    generations.invalidate_subject_on_commit([(tenant_id, subject_id)])
     return len({r[1] for r in rows})
 
 

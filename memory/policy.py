@@ -15,7 +15,7 @@ from core.authority import require_tenant_permission
 from core.errors import InvalidContent
 from core.models import Tenant
 from core.principals import Principal
-from memory import cache
+from memory import generations
 from memory.models import Policy
 from memory.resolver import Policy as ResolverPolicy
 from memory.resolver import PolicyError, check_publishable
@@ -55,5 +55,5 @@ def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason
         target_id=str(policy.version),
         data={"precedence": policy.precedence, "reason_sha256": digest(reason)},
     )
-    cache.invalidate_policy_on_commit(principal.tenant.pk)
+    generations.invalidate_policy_on_commit(principal.tenant.pk)
     return policy

@@ -18,7 +18,7 @@ from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
 from core.models import ScopeValue, Tenant
 from core.principals import Principal
-from memory import cache, events, rules
+from memory import events, generations, rules
 from memory.effects import after_version_recorded
 from memory.lifecycle import version_transition
 from memory.models import (
@@ -326,7 +326,7 @@ def memory_correct(
         )
         _after_new_version(version)
         # The active version's answers now say pending_correction: true.
-        cache.invalidate_subject_on_commit([(locked.tenant_id, locked.subject_id)])
+        generations.invalidate_subject_on_commit([(locked.tenant_id, locked.subject_id)])
     return version
 
 

@@ -7,7 +7,7 @@ retrieval record (what the agent was told)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -18,7 +18,7 @@ from django.utils import timezone
 from config import metrics
 from core.principals import Principal
 from core.times import iso, iso_instant
-from memory import cache, keys, ratelimit, resolver
+from memory import generations, resolver
 from memory.candidates import CandidateRequest, load_candidates_and_policy
 from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
@@ -92,18 +92,10 @@ def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datet
     return min(moments, default=None)
 
 
-def decide(
-    principal: Principal,
-    request: ResolveRequest,
-    now: datetime,
-    key_check: keys.KeyCheck | None = None,
-) -> Decision:
-    """The answer without side effects: shared by the API, the cache and the dashboard.
-    A ``key_check`` (resolve's hot path, cache off) is read by the candidate statement
-    and confirmed before anything else: ``KeyRefused`` when the key is no longer live,
-    else the caller's current labels are the ones that decide."""
+def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Decision:
+    """The answer without side effects: shared by the API, the cache and the dashboard."""
     valid_at, known_at = request.valid_at or now, request.known_at or now
-    candidates, current, key_read = load_candidates_and_policy(
+    candidates, current = load_candidates_and_policy(
         CandidateRequest(
             tenant_id=principal.tenant.pk,
             subject_id=request.subject,
@@ -112,13 +104,8 @@ def decide(
             known_at=known_at,
             prefilter=not request.explain,
             with_policy=True,
-            key_check=key_check.key_id if key_check is not None else None,
         )
     )
-    if key_check is not None:
-        labels = frozenset(str(label) for label in keys.confirmed_labels(key_check, key_read))
-        if labels != principal.labels:
-            principal = replace(principal, labels=labels)
     if current is None or request.known_at is not None:
         # No candidate row carried the policy (nor proved the subject exists), or the
         # question is about the past, where an erased subject's versions still had a use.
@@ -199,13 +186,8 @@ def retrieval_record(
     return record
 
 
-def _fresh(
-    principal: Principal,
-    request: ResolveRequest,
-    now: datetime,
-    key_check: keys.KeyCheck | None = None,
-) -> cache.Computed:
-    decision = decide(principal, request, now, key_check)
+def _fresh(principal: Principal, request: ResolveRequest, now: datetime) -> generations.Computed:
+    decision = decide(principal, request, now)
     return resolution_body(decision, explain=request.explain), decision.next_change
 
 
@@ -229,7 +211,7 @@ def cache_shape(principal: Principal, request: ResolveRequest) -> dict[str, Any]
     }
 
 
-def _undated(computed: cache.Computed) -> cache.Computed:
+def _undated(computed: generations.Computed) -> generations.Computed:
     """A fresh answer as the cache stores it: without the instants, which are the asking
     request's."""
     body, next_change = computed
@@ -246,29 +228,16 @@ def _dated(found: dict[str, Any] | bytes, now: datetime) -> Answer:
     return instants + found[1:]
 
 
-def _cached_answer(
-    principal: Principal,
-    request: ResolveRequest,
-    now: datetime,
-    along: cache.ReadAlong | None = None,
-    key_check: keys.KeyCheck | None = None,
-) -> Answer:
-    """Only answers for "now" are cached; a hit is restamped with this instant. A
-    ``key_check`` comes only with the cache off (an entry's key names the labels)."""
+def _cached_answer(principal: Principal, request: ResolveRequest, now: datetime) -> Answer:
+    """Only answers for "now" are cached; a hit is restamped with this instant."""
     if request.valid_at is not None or request.known_at is not None:
         metrics.resolve_cache_outcome("uncacheable")
-        window = along.window if along is not None else None
-        if window is not None and (wait := cache.admit(window)) is not None:
-            raise ratelimit.RateExceeded(wait)
-        return _fresh(principal, request, now, key_check)[0]
-    if key_check is not None and cache.enabled():
-        raise ValueError("a cached answer is looked up under labels already checked")
-    found = cache.get_or_compute(
+        return _fresh(principal, request, now)[0]
+    found = generations.get_or_compute(
         tenant_id=principal.tenant.id,
         subject_id=request.subject,
         shape=cache_shape(principal, request),
-        compute=lambda: _undated(_fresh(principal, request, now, key_check)),
-        along=along,
+        compute=lambda: _undated(_fresh(principal, request, now)),
     )
     return _dated(found, now)
 
@@ -278,25 +247,16 @@ def _body(answer: Answer) -> dict[str, Any]:
 
 
 def cached_resolution(
-    principal: Principal,
-    request: ResolveRequest,
-    now: datetime,
-    along: cache.ReadAlong | None = None,
-    key_check: keys.KeyCheck | None = None,
+    principal: Principal, request: ResolveRequest, now: datetime
 ) -> dict[str, Any]:
-    return _body(_cached_answer(principal, request, now, along, key_check))
+    return _body(_cached_answer(principal, request, now))
 
 
-def resolve_answer(
-    principal: Principal,
-    request: ResolveRequest,
-    along: cache.ReadAlong | None = None,
-    key_check: keys.KeyCheck | None = None,
-) -> Answer:
+def resolve_answer(principal: Principal, request: ResolveRequest) -> Answer:
     """The answer, and with a ``task_id`` its retrieval record (which needs the body)."""
     now = timezone.now()
     with metrics.RESOLVE_LATENCY.time():
-        answer = _cached_answer(principal, request, now, along, key_check)
+        answer = _cached_answer(principal, request, now)
     if not request.task_id:
         return answer
     body = _body(answer)
@@ -311,10 +271,5 @@ def resolve_answer(
     return body
 
 
-def resolve_for(
-    principal: Principal,
-    request: ResolveRequest,
-    along: cache.ReadAlong | None = None,
-    key_check: keys.KeyCheck | None = None,
-) -> dict[str, Any]:
-    return _body(resolve_answer(principal, request, along, key_check))
+def resolve_for(principal: Principal, request: ResolveRequest) -> dict[str, Any]:
+    return _body(resolve_answer(principal, request))

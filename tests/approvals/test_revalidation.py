@@ -17,7 +17,7 @@ from audit.models import AuditEvent
 from config.celery import app as celery_app
 from core import outbox
 from core.models import Outbox
-from memory import cache
+from memory import generations
 from memory.models import Policy
 from memory.tenancy import tenant_update_settings
 from tests.approvals.support import Flow, person
@@ -161,18 +161,18 @@ def test_suspension_releases_the_subjects_cache_generation_after_its_commit(
     flow.active_rule(P9, value="check every delivery")
     flow.approve(verified, "rita", "lena")
     released: list[set[str]] = []
-    real_release = cache._release
+    real_release = generations._release
 
     def recording_release(names, token):
         released.append(set(names))
         real_release(names, token)
 
-    monkeypatch.setattr(cache, "_release", recording_release)
+    monkeypatch.setattr(generations, "_release", recording_release)
 
     flow.post("rita", "/policy", {"precedence": NO_VERIFICATION, "reason": "tie"})
 
     assert flow.memory(verified)["status"] == "checks_failed"
-    subject_key = cache.subject_generation_key(flow.world.tenant.pk, flow.subject())
+    subject_key = generations.subject_generation_key(flow.world.tenant.pk, flow.subject())
     assert {subject_key} in released
 
 

@@ -24,7 +24,7 @@ import pytest
 import redis
 from django.db import connection
 
-from memory import cache, keys
+from memory import cache, generations
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DB, BROKER_DB = 1, 2
@@ -119,10 +119,8 @@ def private_redis(
     }
     settings.MEMGOV_RESOLVE_CACHE = True
     monkeypatch.setattr(cache, "_skip_until", 0.0)
-    monkeypatch.setattr(cache, "_pending", set())
+    monkeypatch.setattr(generations, "_pending", set())
     monkeypatch.setattr(cache, "stats", Counter())
-    monkeypatch.setattr(keys, "_remembered", {})
-    monkeypatch.setattr(cache, "_kept", cache._KeptConnections())
     return redis_server
 
 
@@ -132,10 +130,12 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
+# GUNICORN_CMD_ARGS for the production web role: uvicorn workers on ``config.asgi``.
+ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
+
+
 class Gunicorn:
-    """The web role as deployed (``gunicorn config.wsgi`` with ``deploy/gunicorn.conf.py``:
-    gthread workers, the MCP server at ``/mcp``), 2 workers by default, on the test
-    database and the private Redis."""
+    """``gunicorn config.wsgi`` with 2 workers on the test database and the private Redis."""
 
     def __init__(
         self, redis_url: str, workers: int = 2, app: str = "config.wsgi:application", **env: str
@@ -146,7 +146,7 @@ class Gunicorn:
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"gunicorn-{self.port}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - open while gunicorn runs
-        command = [sys.executable, "-m", "gunicorn", app, "-c", "deploy/gunicorn.conf.py"]
+        command = [sys.executable, "-m", "gunicorn", app]
         command += [f"--workers={workers}", f"--bind=127.0.0.1:{self.port}", "--log-level=warning"]
         self.process = subprocess.Popen(  # noqa: S603 - the project's own server
             command,

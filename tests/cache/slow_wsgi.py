@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from config.wsgi import application
-from memory import cache
+from memory import generations
 
 DELAY_SECONDS = 3.0
-_store = cache._store
+_store = generations._store
 
 
 def _slow_store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:
@@ -20,5 +20,5 @@ def _slow_store(key: str, body: dict[str, Any], next_change: datetime | None) ->
     _store(key, body, next_change)
 
 
-cache._store = _slow_store
+generations._store = _slow_store
 __all__ = ["application"]

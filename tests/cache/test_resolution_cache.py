@@ -3,24 +3,20 @@ key, and every change that must make a cached answer unreadable (DESIGN.md, Cach
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import signal
 import threading
 import time
 from datetime import timedelta
-from typing import Any
 
 import pytest
-import redis
 from django.utils import timezone
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
 from core.errors import CacheUnavailable
 from core.principals import Principal
-from memory import cache, policy, proposals
+from memory import cache, generations, policy, proposals
 from memory.models import MemoryItem, MemoryVersion, Source, Status
 from memory.resolution import resolve_for
 from tests.cache.builders import (
@@ -51,9 +47,8 @@ def test_a_repeated_resolve_is_answered_from_redis_without_sql(
     agent = world.client("agent")
     first = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
-    # No statement (issue 14): the key is remembered and confirmed by its generation in
-    # the cache's own Redis script; no policy, no candidates.
-    with django_assert_num_queries(0):
+    # One statement, the caller's key (read on every request): no policy, no candidates.
+    with django_assert_num_queries(1):
         second = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
     assert second.status_code == 200
@@ -201,7 +196,7 @@ def test_an_entry_lives_no_longer_than_the_first_expiry_in_it(
     entry_ends_ms = private_redis.client().pexpiretime(key)
 
     assert timezone.now().timestamp() * 1000 < entry_ends_ms <= expires_at.timestamp() * 1000
-    assert cache.MAX_ENTRY_SECONDS * 1000 > 30_000
+    assert generations.MAX_ENTRY_SECONDS * 1000 > 30_000
 
 
 def test_an_entry_written_before_redis_was_emptied_is_never_read(
@@ -259,7 +254,7 @@ def test_with_redis_unreachable_resolve_answers_from_the_database_and_warns_once
 def test_a_retirement_while_redis_is_unreachable_is_refused_and_changes_nothing(
     private_redis, world, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """Fail-closed (memory.cache): a change that cannot end the answers cached before it
+    """Fail-closed (memory.generations): a change that cannot end the answers cached before it
     is not made; once Redis answers again, the same retirement ends them at once."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
@@ -298,7 +293,7 @@ def test_a_change_whose_process_died_before_its_release_leaves_nothing_stale(
         version = propose_address(world, subject)
     agent = world.principal("agent")
     assert addresses(resolve_for(agent, now_request(subject))) == ["12 Elm Street"]
-    monkeypatch.setattr(cache, "_release", lambda names, token: None)
+    monkeypatch.setattr(generations, "_release", lambda names, token: None)
 
     with django_capture_on_commit_callbacks(execute=True):
         memory_retire(
@@ -345,8 +340,8 @@ def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
 def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a_cooldown(
     private_redis, redis_server, world, django_capture_on_commit_callbacks
 ):
-    """The cache's scripts use kept connections (``cache._kept``); one the server closed
-    since it last answered is replaced at once, as redis-py's retry would."""
+    """A pooled connection the server closed since it last answered is replaced at once
+    (``cache.redis_client``'s retry), and the scripts the restart lost are loaded again."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
         propose_address(world, subject)
@@ -362,42 +357,12 @@ def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a
     assert (cache.stats["misses"], cache.stats["hits"]) == (2, 1)
 
 
-def test_a_reply_left_unread_by_a_timeout_is_never_taken_for_the_next_answer(
-    private_redis, world, monkeypatch, django_capture_on_commit_callbacks
-):
-    """A script sent whose reply was not read (a timeout) leaves that reply on the
-    connection: the connection is dropped, so the next read cannot take it as its own."""
-    dana_id, lee_id = dana(world), dana(world)
-    with django_capture_on_commit_callbacks(execute=True):
-        propose_address(world, dana_id)
-        propose_address(world, lee_id, "7 Oak Lane")
-    agent = world.principal("agent")
-    assert addresses(resolve_for(agent, now_request(dana_id))) == ["12 Elm Street"]
-    sent = cache._evalsha
-
-    def sent_but_not_read(
-        client: Any, kept: Any, script: Any, keys: list[str], args: list[Any]
-    ) -> Any:
-        kept.send(cache._packed("EVALSHA", script.sha, len(keys), *keys, *args))
-        raise RedisTimeoutError("Timeout reading from socket")
-
-    monkeypatch.setattr(cache, "_evalsha", sent_but_not_read)
-    assert addresses(resolve_for(agent, now_request(dana_id))) == ["12 Elm Street"]  # database
-    monkeypatch.setattr(cache, "_evalsha", sent)
-    monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
-    answer = resolve_for(agent, now_request(lee_id))
-
-    assert addresses(answer) == ["7 Oak Lane"]
-    assert cache.stats["read_failures"] == 1
-
-
 def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read(
     private_redis, redis_server, world, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """The kept connections wait on the kernel's timeout (``SO_RCVTIMEO``), not Python's: a
-    server that stops answering mid-call is given up after the configured 0.5 s, the
-    resolve is answered from the database, and the reply that arrives once the server
-    goes on is never read as another subject's answer."""
+    """A server that stops answering mid-call is given up after the configured 0.5 s (a
+    timeout is not retried), the resolve is answered from the database, and the reply
+    that arrives once the server goes on is never read as another subject's answer."""
     dana_id, lee_id = dana(world), dana(world)
     with django_capture_on_commit_callbacks(execute=True):
         propose_address(world, dana_id)
@@ -423,54 +388,3 @@ def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read
     monkeypatch.setattr(cache, "_skip_until", 0.0)  # the cooldown is over
     assert addresses(resolve_for(agent, now_request(lee_id))) == ["7 Oak Lane"]
     assert cache.stats["hits"] == 1
-
-
-def test_a_script_answers_on_a_kept_connection_exactly_as_through_redis_py(private_redis):
-    """The kept connections read replies themselves (``cache._parsed``): the same values,
-    nil and nested tables included, as redis-py gives for the same script."""
-    source = "return {1, 'a\\r\\nb', false, {-2, {}, 'c'}, ARGV[1], redis.call('GET', KEYS[1])}"
-    client = cache._redis()
-
-    kept = cache.run_script("mixed", source, ["mg:test:missing"], ["é"])
-
-    assert kept == client.eval(source, 1, "mg:test:missing", "é")
-    assert kept == [1, b"a\r\nb", None, [-2, [], b"c"], "é".encode(), None]
-
-
-def test_requests_each_in_a_thread_of_their_own_share_the_kept_connections(private_redis):
-    """Under ASGI every request runs in a new thread: the scripts' connections belong to
-    the process, so 150 such requests use one connection, and none of them counts against
-    the pool's ``max_connections`` (100), which a connection per thread exhausted."""
-    names = cache.generation_keys(1, "ent_threads")
-    replies: list[Any] = []
-
-    def request() -> None:
-        replies.append(cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"]))
-
-    for _ in range(150):
-        thread = threading.Thread(target=request)
-        thread.start()
-        thread.join()
-
-    assert len(replies) == 150
-    assert len(cache._kept.free[cache._redis().connection_pool]) == 1
-
-
-def test_two_pools_of_one_server_each_keep_their_connections(private_redis, monkeypatch):
-    """Threads racing to create django-redis's client can end up with two pools of one
-    server; calls alternating between them reuse each pool's connection rather than
-    closing one on every call (a new connection each time halved warm throughput)."""
-    first = cache._redis()
-    pool = first.connection_pool
-    second = redis.Redis(connection_pool=type(pool)(**pool.connection_kwargs))
-    clients = itertools.cycle([first, second])
-    monkeypatch.setattr(cache, "_redis", lambda: next(clients))
-    names = cache.generation_keys(1, "ent_pools")
-    opened = private_redis.client().info("stats")["total_connections_received"]
-
-    for _ in range(100):
-        cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"])
-
-    assert [len(cache._kept.free[p]) for p in (pool, second.connection_pool)] == [1, 1]
-    # two kept, and a connection of each pool's own to load the script once
-    assert private_redis.client().info("stats")["total_connections_received"] - opened <= 4

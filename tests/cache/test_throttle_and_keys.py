@@ -1,5 +1,5 @@
-"""The other users of the cache's Redis on the hot path: the per-key throttle, and agent
-keys remembered in-process but refused on the first request after their revocation."""
+"""The per-key throttle in the cache's Redis, and API keys read on every request: refused
+on the first request after their revocation, however it was made."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from core.models import ApiKey
 from core.principals import Principal
-from memory import cache, keys, ratelimit, tenancy
+from memory import cache, tenancy
 from memory.auth import PrincipalRateThrottle
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
@@ -25,12 +25,6 @@ pytestmark = [needs("redis")]
 
 def _key_row(raw: str) -> ApiKey:
     return ApiKey.objects.get(prefix=raw.split("_")[1])
-
-
-def _remembered_long_ago() -> None:
-    """Every remembered key as if loaded ``REMEMBER_SECONDS`` ago: its next use reloads it."""
-    for remembered in keys._remembered.values():
-        remembered.loaded_at -= keys.REMEMBER_SECONDS
 
 
 def test_an_agent_over_its_rate_gets_429_with_retry_after_and_others_are_not_slowed(
@@ -92,7 +86,7 @@ def test_the_throttle_lets_requests_through_while_redis_is_unreachable(
     assert cache.stats["throttle_failures"] == 1  # then a cooldown: Redis is not asked again
 
 
-def test_a_remembered_agent_key_costs_one_query_and_is_refused_once_revoked(
+def test_an_agent_key_costs_one_query_and_is_refused_once_revoked(
     private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
     agent = world.client("agent")
@@ -105,7 +99,6 @@ def test_a_remembered_agent_key_costs_one_query_and_is_refused_once_revoked(
     refused = agent.get("/api/v1/policy")
 
     assert refused.status_code == 401
-    assert keys._remembered == {}
 
 
 def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_request(
@@ -113,7 +106,6 @@ def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_request(
 ):
     agent = world.client("agent")
     assert agent.get("/api/v1/policy").status_code == 200
-    assert len(keys._remembered) == 1
 
     ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
 
@@ -136,14 +128,14 @@ def finance_desk(world, django_capture_on_commit_callbacks) -> tuple[str, ApiKey
     return subject, row
 
 
-def test_labels_taken_from_a_remembered_key_are_the_current_ones(
+def test_labels_saved_on_a_key_apply_to_its_next_request(
     private_redis, world, finance_desk, django_capture_on_commit_callbacks
 ):
-    """Past access grants nothing (DESIGN.md, Visibility), remembered keys included: a
-    saved change of the key moves its generation, and the next request reloads it."""
+    """Past access grants nothing (DESIGN.md, Visibility): the next request reads the
+    key's current labels, and its cached answer is looked up under them."""
     subject, row = finance_desk
     agent = world.client("agent")
-    for _ in "12":  # remembered, then taken on trust of its generation
+    for _ in "12":  # computed, then answered from the cache
         before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
 
     row.labels = ["staff"]
@@ -153,46 +145,39 @@ def test_labels_taken_from_a_remembered_key_are_the_current_ones(
 
     assert addresses(before) == ["Finance desk"]
     assert addresses(after) == []
-    assert len(keys._remembered) == 1
 
 
-def test_labels_changed_behind_memgov_s_back_apply_once_the_key_is_reloaded(
+def test_labels_changed_behind_memgov_s_back_apply_to_the_next_request(
     private_redis, world, finance_desk
 ):
-    """An UPDATE in SQL moves no generation: the remembered row is used until it is
-    reloaded, ``REMEMBER_SECONDS`` after it was read (the bound docs/architecture.md
-    names), and then the current labels decide."""
+    """An UPDATE in SQL, which no signal sees, applies as soon as one made by a service."""
     subject, row = finance_desk
     agent = world.client("agent")
     for _ in "12":
         before = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
 
     ApiKey.objects.filter(pk=row.pk).update(labels=["staff"])
-    within = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
-    _remembered_long_ago()
     after = agent.post("/api/v1/resolve", {"subject": subject}, format="json").json()
 
-    assert addresses(before) == addresses(within) == ["Finance desk"]
+    assert addresses(before) == ["Finance desk"]
     assert addresses(after) == []
 
 
 def test_person_keys_are_loaded_whole_on_every_request(private_redis, world):
-    """A person's is_active and permissions must be current: their keys are not kept."""
+    """A person's is_active and permissions must be current."""
     rita = world.client("rita")
 
     statuses = [rita.get("/api/v1/policy").status_code for _ in range(2)]
 
     assert statuses == [200, 200]
-    assert keys._remembered == {}
 
 
 @pytest.mark.parametrize("cached", [True, False], ids=["cache-on", "cache-off"])
 def test_resolve_counts_each_request_once_whether_answered_on_the_hot_path_or_passed_on(
     private_redis, world, monkeypatch, settings, cached
 ):
-    """On resolve's hot path the rate is counted in the cache's own Redis script (or on
-    its own with the cache off); a refused request is passed to DRF's throttle, which
-    refuses it in its words, having counted nothing twice."""
+    """Resolve is counted by the same throttle as every other view, once per request, with
+    the cache on or off; a refused request counts nothing."""
     settings.MEMGOV_RESOLVE_CACHE = cached
     monkeypatch.setattr(PrincipalRateThrottle, "rate", "3/min", raising=False)
     subject = dana(world)
@@ -206,16 +191,15 @@ def test_resolve_counts_each_request_once_whether_answered_on_the_hot_path_or_pa
     assert world.client("rita").get("/api/v1/policy").status_code == 200
 
 
-def test_a_key_revoked_is_refused_on_the_resolve_hot_path_without_a_query(
+def test_a_key_revoked_is_refused_on_its_next_resolve(
     private_redis, world, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
-    """The hot path takes a remembered key on trust of its generation, which the cache's
-    own Redis script confirms: revoking the key moves it, so the next request is refused."""
+    """A cached answer costs one query, the key's: revoking the key refuses the next one."""
     subject = dana(world)
     agent = world.client("agent")
-    for _ in "12":  # remembered, and answered from the cache
+    for _ in "12":  # computed, then answered from the cache
         assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
-    with django_assert_num_queries(0):
+    with django_assert_num_queries(1):
         assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -224,19 +208,18 @@ def test_a_key_revoked_is_refused_on_the_resolve_hot_path_without_a_query(
 
     assert refused.status_code == 401
     assert refused["Content-Type"] == "application/problem+json"
-    assert keys._remembered == {}
 
 
 @pytest.mark.parametrize("asked", ["valid_at", "known_at"])
-def test_a_key_revoked_is_refused_on_the_hot_path_for_a_question_about_the_past(
+def test_a_key_revoked_is_refused_for_a_question_about_the_past(
     private_redis, world, django_capture_on_commit_callbacks, asked
 ):
-    """An answer about another instant is never cached, but the key taken on trust is
-    still confirmed before it is answered: revoking it refuses the next such question."""
+    """An answer about another instant is never cached; revoking the key refuses the next
+    such question all the same."""
     subject = dana(world)
     agent = world.client("agent")
     past = {"subject": subject, asked: timezone.now().isoformat()}
-    for _ in "12":  # remembered, then taken on trust of its generation
+    for _ in "12":
         assert agent.post("/api/v1/resolve", past, format="json").status_code == 200
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -244,18 +227,17 @@ def test_a_key_revoked_is_refused_on_the_hot_path_for_a_question_about_the_past(
     refused = agent.post("/api/v1/resolve", past, format="json")
 
     assert refused.status_code == 401
-    assert keys._remembered == {}
 
 
-def test_a_remembered_key_is_refused_on_the_hot_path_once_it_expires(private_redis, world):
-    """Expiry needs no change of the row: the remembered row's own ``expires_at`` decides."""
+def test_a_key_is_refused_on_resolve_once_it_expires(private_redis, world):
+    """Expiry needs no change of the row: its ``expires_at`` decides."""
     subject = dana(world)
     _, raw = tenancy.api_key_create(
         tenant=world.tenant, agent_name="brief", labels=["staff"], expires_in=timedelta(seconds=1)
     )
     agent = APIClient()
     agent.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    for _ in "12":  # remembered, then taken on trust
+    for _ in "12":
         assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
 
     time.sleep(1.1)
@@ -264,28 +246,25 @@ def test_a_remembered_key_is_refused_on_the_hot_path_once_it_expires(private_red
     assert refused.status_code == 401
 
 
-def test_a_key_revoked_behind_the_services_back_is_refused_on_the_hot_path_once_reloaded(
+def test_a_key_revoked_behind_the_services_back_is_refused_on_its_next_resolve(
     private_redis, world
 ):
-    """An UPDATE in SQL moves no generation; the row is read again ``REMEMBER_SECONDS``
-    after it was loaded, and from then on the key is refused."""
+    """An UPDATE in SQL, which no signal sees: the next resolve reads the row."""
     subject = dana(world)
     agent = world.client("agent")
     for _ in "12":
         assert agent.post("/api/v1/resolve", {"subject": subject}, format="json").status_code == 200
 
     ApiKey.objects.filter(pk=_key_row(world.keys["agent"]).pk).update(revoked_at=timezone.now())
-    _remembered_long_ago()
     refused = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
 
     assert refused.status_code == 401
 
 
-def test_a_key_taken_on_trust_is_read_from_the_database_while_redis_is_unreachable(
+def test_a_key_revoked_while_redis_is_unreachable_is_refused(
     private_redis, world, settings, django_capture_on_commit_callbacks
 ):
-    """Without Redis nothing can confirm the remembered key: the request is answered by the
-    full path, which reads the key's row, so a revocation still applies."""
+    """The key is read from the database whether or not Redis answers."""
     subject = dana(world)
     agent = world.client("agent")
     for _ in "12":
@@ -302,12 +281,9 @@ def test_a_key_taken_on_trust_is_read_from_the_database_while_redis_is_unreachab
     assert refused.status_code == 401
 
 
-def test_with_the_cache_off_a_resolve_is_counted_while_its_statement_runs(
-    private_redis, world, settings, monkeypatch
-):
-    """The rate script is sent before the candidate statement and read after it
-    (``cache.admitting``): a refused subject still drains the reply, a Redis restarted
-    since (its scripts gone) is answered by loading the script again."""
+def test_with_the_cache_off_every_resolve_is_counted(private_redis, world, settings, monkeypatch):
+    """A refused subject is counted too, and a Redis whose scripts are gone (restarted or
+    flushed) is answered by loading the script again."""
     settings.MEMGOV_RESOLVE_CACHE = False
     monkeypatch.setattr(PrincipalRateThrottle, "rate", "4/min", raising=False)
     subject = dana(world)
@@ -347,17 +323,3 @@ def test_with_the_cache_off_resolve_is_served_while_redis_is_unreachable(
 
     assert statuses == [200, 200, 200]
     assert cache.stats["throttle_failures"] == 1
-
-
-def test_a_script_run_while_the_rate_script_is_in_flight_gets_its_own_reply(private_redis):
-    """``cache.admitting`` holds the thread's kept connection until it reads its verdict:
-    a script run inside the block takes a pool connection, and each reads its own reply."""
-    window = ratelimit.Window(bucket="mg:thr:test", limit=1, period=60, now=time.time())
-    names = cache.generation_keys(1, "ent_inner")
-
-    with cache.admitting(window):
-        key, entry, held = cache.run_script("read", cache._READ, names, [7, 7, "mg:res:1:x:", "d"])
-    with pytest.raises(ratelimit.RateExceeded), cache.admitting(window):
-        pass
-
-    assert key.decode().endswith(":7:7:d") and entry is None and held == 0

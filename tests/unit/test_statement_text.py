@@ -20,7 +20,6 @@ def _request(subject: str, **overrides: object) -> CandidateRequest:
         "context": {"task": f"task-of-{subject}"},
         "known_at": NOW,
         "with_policy": True,
-        "key_check": 7,
     }
     shape.update(overrides)
     return CandidateRequest(**shape)  # type: ignore[arg-type]

@@ -1,43 +1,39 @@
 """The per-key rate as a sliding-window counter in Redis: this window's count plus the
-overlapping share of the previous one, read and incremented atomically so that
-concurrent requests cannot lose updates (``memory.auth.PrincipalRateThrottle``).
+overlapping share of the previous one, read and incremented by one script, so that
+concurrent requests cannot lose updates (DRF's default keeps every request's timestamp
+in one cache value that each request rewrites whole).
 
-The counter is a Lua function so that it runs alone (``SCRIPT``) or at the start of the
-resolution cache's read (``memory.cache``): resolve's hot path then pays one Redis round
-trip for both.
-
-It also remembers, per process, which tenant each API key that passed the throttle
-belongs to (``remember_tenant``): the web server reads it before a request has a thread
-(``config.tenant_share``), where no query can run."""
+It also remembers, per process, which tenant each API key that was throttled belongs to
+(``remember_tenant``), for the web server's fair share of threads between tenants."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memory import cache
 
 if TYPE_CHECKING:
     from core.principals import Principal
 
-# A refused request counts nothing: passed on to another path, it is not counted twice.
-FUNCTION = """
-local function admitted(this_window, last_window, share, limit, ttl_ms)
-  local current = tonumber(redis.call('GET', this_window) or '0')
-  local previous = tonumber(redis.call('GET', last_window) or '0')
-  if previous * tonumber(share) + current >= tonumber(limit) then
-    return {0, current, previous}
-  end
-  redis.call('INCR', this_window)
-  redis.call('PEXPIRE', this_window, ttl_ms)
-  return {1, current + 1, previous}
+# KEYS: this window's and the previous window's counters; ARGV: the previous window's
+# share, the limit, the counters' lifetime (ms). A refused request counts nothing.
+_SCRIPT = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
+if previous * tonumber(ARGV[1]) + current >= tonumber(ARGV[2]) then
+  return {0, current, previous}
 end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, current + 1, previous}
 """
-SCRIPT = FUNCTION + "return admitted(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])\n"
 
 
 @dataclass(frozen=True)
 class Window:
-    """One bucket's counters at one instant: the script's keys and arguments."""
+    """One bucket's counters at one instant."""
 
     bucket: str
     limit: int
@@ -57,12 +53,6 @@ class Window:
     def args(self) -> list[float | int]:
         return [1 - self.elapsed / self.period, self.limit, self.period * 2000]
 
-    def refused(self, reply: list[Any]) -> float | None:
-        """What ``admitted`` answered: None when the request is in, else the seconds to
-        wait."""
-        allowed, current, previous = reply
-        return None if allowed else self.wait(int(current), int(previous))
-
     def wait(self, current: int, previous: int) -> float:
         """Seconds until the previous window's share has decayed enough for one more."""
         if current >= self.limit or previous == 0:
@@ -70,12 +60,18 @@ class Window:
         return max(0.0, self.period * (1 - (self.limit - current) / previous) - self.elapsed)
 
 
-class RateExceeded(Exception):
-    """The caller is over its rate; ``wait`` seconds until its next request is allowed."""
-
-    def __init__(self, wait: float) -> None:
-        super().__init__(f"over the rate: retry in {wait:.1f}s")
-        self.wait = wait
+def admit(window: Window) -> float | None:
+    """Count a request in its window (one Redis round trip): None when it is within the
+    rate, else the seconds to wait. When Redis fails (or failed moments ago), None:
+    serving beats throttling."""
+    if not cache.redis_usable():
+        return None
+    try:
+        allowed, current, previous = cache.run_script(_SCRIPT, window.keys, window.args)
+    except cache.REDIS_DOWN:
+        cache.redis_failed("throttle")
+        return None
+    return None if allowed else window.wait(int(current), int(previous))
 
 
 _TENANTS_MAX = 4096
