@@ -7,12 +7,12 @@ cost of an invalidation with 10 vs. 10,000 cached entries under one subject.
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python -m bench.cache_bench
 
 The data is ``bench.generate``'s (``<DATABASE_URL>_100k``, shared with the resolve
-benchmark, generated when missing). Two gunicorn servers with 2 sync workers each run side
-by side, one with the cache and one without (only one is driven at a time); ``wrk``
-(Debian package ``wrk``) drives them over loopback, rounds interleaved, the median round
-reported. Results go to ``bench/results/cache-<date>.json`` and a table is printed.
-Targets: warm resolve >= 0.7x the floor's throughput, warm >= 3x cold, bump time
-independent of the number of entries.
+benchmark, generated when missing). Two web roles as deployed (gunicorn's gthread workers
+on ``config.wsgi``), 2 workers each, run side by side, one with the cache and one without
+(only one is driven at a time); ``wrk`` (Debian package ``wrk``) drives them over
+loopback, rounds interleaved, the median round reported. Results go to
+``bench/results/cache-<date>.json`` and a table is printed. Targets: warm resolve >= 0.7x
+the floor's throughput, warm >= 3x cold, bump time independent of the number of entries.
 """
 
 from __future__ import annotations
@@ -73,19 +73,21 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gunicorn(url: str, cache: bool, threads: int) -> Iterator[str]:
+def gunicorn(url: str, cache: bool, threads: int | None) -> Iterator[str]:
     with serving(url, cache, threads) as (base, _):
         yield base
 
 
 @contextmanager
 def serving(
-    url: str, cache: bool, threads: int, root: Path = ROOT, asgi: bool = False
+    url: str, cache: bool, threads: int | None, root: Path = ROOT
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """gunicorn with 2 workers on the source tree at ``root`` (``python -m`` puts that tree
-    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv): gthread
-    workers on ``config.wsgi``, or with ``asgi`` the production web role as deployed
-    (``deploy/gunicorn.conf.py``: uvicorn workers on ``config.asgi``)."""
+    """The web role as deployed (``deploy/gunicorn.conf.py``: gthread workers on
+    ``config.wsgi``), 2 workers, on the source tree at ``root`` (``python -m`` puts that tree
+    first on the path: ``bench.ab_servers`` serves two trees with this virtualenv), with
+    ``threads`` request threads per worker (None: the deployed default). One agent drives
+    every thread, as the targets were set: its per-tenant cap (``config.tenant_share``, a
+    guard between tenants) is off here."""
     port = _free_port()
     env = {
         **os.environ,
@@ -94,18 +96,16 @@ def serving(
         "ALLOWED_HOSTS": "127.0.0.1",
         "MEMGOV_RESOLVE_CACHE": "true" if cache else "false",
         "MEMGOV_THROTTLE_RATE": THROTTLE_RATE,
+        "MEMGOV_TENANT_MAX_IN_FLIGHT": "0",
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
+        "GUNICORN_WORKERS": "2",
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
     }
-    if asgi:
-        env |= {"GUNICORN_WORKERS": "2", "GUNICORN_BIND": f"127.0.0.1:{port}"}
-        command = [sys.executable, "-m", "gunicorn", "config.asgi:application"]
-        command += ["-c", "deploy/gunicorn.conf.py", "--log-level=warning"]
-    else:
-        command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
-        command += ["--workers=2", f"--bind=127.0.0.1:{port}", "--log-level=warning"]
-        if threads > 1:  # while one request waits on PostgreSQL or Redis, another runs
-            command += ["--worker-class=gthread", f"--threads={threads}", "--keep-alive=30"]
+    if threads is not None:
+        env["MEMGOV_WEB_THREADS"] = str(threads)
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application"]
+    command += ["-c", "deploy/gunicorn.conf.py", "--log-level=warning"]
     process = subprocess.Popen(command, cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -307,7 +307,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
-    parser.add_argument("--threads", type=int, default=1, help="> 1: gthread workers")
+    parser.add_argument(
+        "--threads", type=int, help="request threads per worker (default: as deployed)"
+    )
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith(("postgres://", "postgresql://")) or not os.environ.get("REDIS_URL"):
@@ -339,8 +341,8 @@ def main() -> None:
         "versions_in_database": MemoryVersion.objects.count(),
         "server": {
             "gunicorn_workers": 2,
-            "worker_class": "gthread" if args.threads > 1 else "sync",
-            "threads": args.threads,
+            "worker_class": "gthread",
+            "threads": args.threads or "deployed default",
             "debug": False,
         },
         "cpus": os.cpu_count(),

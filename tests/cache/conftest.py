@@ -130,12 +130,10 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-# GUNICORN_CMD_ARGS for the production web role: uvicorn workers on ``config.asgi``.
-ASGI_WORKERS = "--worker-class=config.workers.MemgovUvicornWorker"
-
-
 class Gunicorn:
-    """``gunicorn config.wsgi`` with 2 workers on the test database and the private Redis."""
+    """The web role as deployed (``gunicorn config.wsgi`` with ``deploy/gunicorn.conf.py``:
+    gthread workers, the MCP server at ``/mcp``), 2 workers by default, on the test
+    database and the private Redis."""
 
     def __init__(
         self, redis_url: str, workers: int = 2, app: str = "config.wsgi:application", **env: str
@@ -146,7 +144,7 @@ class Gunicorn:
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"gunicorn-{self.port}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - open while gunicorn runs
-        command = [sys.executable, "-m", "gunicorn", app]
+        command = [sys.executable, "-m", "gunicorn", app, "-c", "deploy/gunicorn.conf.py"]
         command += [f"--workers={workers}", f"--bind=127.0.0.1:{self.port}", "--log-level=warning"]
         self.process = subprocess.Popen(  # noqa: S603 - the project's own server
             command,

@@ -1,95 +1,119 @@
-"""Issue 33, point 13: how a web process hands its request threads out between tenants
-(``config.tenant_share``), step by step on one event loop."""
+"""Issue 33, point 13: a tenant's share of a web process's request threads
+(``config.tenant_share.TenantShareMiddleware``). A request running is simulated by asking
+the middleware again from inside the view of the first."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from concurrent.futures import ThreadPoolExecutor
+import json
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from config.tenant_share import UNVERIFIED, TenantShare, tenant_of
+import pytest
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.test import RequestFactory
+
+from config.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
 from memory import throttle
 
-
-def _threads(count: int) -> list[ThreadPoolExecutor]:
-    return [ThreadPoolExecutor(max_workers=1) for _ in range(count)]
+RAW = "mg_0123456789ab_secret"
 
 
-async def _settle() -> None:
-    for _ in range(3):
-        await asyncio.sleep(0)
-
-
-def test_another_tenants_request_takes_the_next_free_thread_before_the_busy_tenants_queue() -> None:
-    async def story() -> list[str]:
-        share = TenantShare(_threads(1), max_in_flight=0)
-        served: list[str] = []
-        held = await share.acquire("acme")
-
-        async def one(tenant: str, name: str) -> None:
-            executor = await share.acquire(tenant)
-            served.append(name)
-            await asyncio.sleep(0)
-            share.release(tenant, executor)
-
-        waiting = [asyncio.create_task(one("acme", f"acme-{n}")) for n in range(3)]
-        await _settle()
-        waiting.append(asyncio.create_task(one("globex", "globex")))
-        await _settle()
-        share.release("acme", held)
-        await asyncio.gather(*waiting)
-        return served
-
-    assert asyncio.run(story()) == ["globex", "acme-0", "acme-1", "acme-2"]
-
-
-def test_a_tenant_at_its_limit_is_refused_and_the_others_are_not() -> None:
-    async def story() -> tuple[bool, bool, bool, bool]:
-        share = TenantShare(_threads(2), max_in_flight=2)
-        await share.acquire("acme")
-        await share.acquire("acme")  # both threads: running
-        return (
-            share.admits("acme"),
-            share.admits("globex"),
-            share.admits(UNVERIFIED),
-            share.admits(None),  # no key: the dashboard, health
-        )
-
-    assert asyncio.run(story()) == (False, True, True, True)
-
-
-def test_a_request_that_leaves_while_waiting_gives_its_place_and_thread_back() -> None:
-    async def story() -> tuple[bool, bool]:
-        share = TenantShare(_threads(1), max_in_flight=1)
-        held = await share.acquire("acme")
-        gone = asyncio.create_task(share.acquire("globex"))
-        await _settle()
-        blocked = share.admits("globex")
-        gone.cancel()
-        await _settle()
-        share.release("acme", held)
-        return blocked, share.admits("globex") and await _acquired(share, "globex")
-
-    assert asyncio.run(story()) == (False, True)
-
-
-async def _acquired(share: TenantShare, tenant: str) -> bool:
-    return bool(await asyncio.wait_for(share.acquire(tenant), timeout=1))
-
-
-def test_a_request_counts_for_its_keys_tenant_only_once_that_key_has_authenticated() -> None:
-    raw = "mg_0123456789ab_secret"
-    key = SimpleNamespace(key_hash=hashlib.sha256(raw.encode()).hexdigest())
+@pytest.fixture
+def known_key() -> str:
+    """``RAW`` as a key this process has seen authenticate, for tenant 7."""
+    key = SimpleNamespace(key_hash=hashlib.sha256(RAW.encode()).hexdigest())
     principal: Any = SimpleNamespace(api_key=key, tenant=SimpleNamespace(pk=7))
-    scope = {"headers": [(b"authorization", f"Bearer {raw}".encode())]}
-    forged = {"headers": [(b"authorization", b"Bearer mg_0123456789ab_guessed")]}
+    throttle.remember_tenant(principal)
+    return RAW
 
-    before = tenant_of(scope)
+
+def _request(key: str | None = None) -> HttpRequest:
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    return RequestFactory().get("/api/v1/memories", headers=headers)
+
+
+def _share(
+    settings: Any, max_in_flight: int, view: Callable[[HttpRequest], HttpResponseBase]
+) -> TenantShareMiddleware:
+    settings.TENANT_MAX_IN_FLIGHT = max_in_flight
+    return TenantShareMiddleware(view)
+
+
+def test_a_tenant_at_its_cap_is_refused_at_once_and_the_others_are_not(settings, known_key):
+    meanwhile: dict[str, int] = {}
+
+    def view(request: HttpRequest) -> HttpResponse:
+        if not meanwhile:  # the first request, still running while these come
+            meanwhile["same tenant"] = share(_request(known_key)).status_code
+            meanwhile["other tenant"] = share(_request("mg_other_key")).status_code
+            meanwhile["no key"] = share(_request()).status_code
+        return HttpResponse("ok")
+
+    share = _share(settings, 1, view)
+
+    assert share(_request(known_key)).status_code == 200
+    assert meanwhile == {"same tenant": 429, "other tenant": 200, "no key": 200}
+    assert share(_request(known_key)).status_code == 200  # its slot was given back
+
+
+def test_the_refusal_is_a_problem_that_says_when_to_retry(settings, known_key):
+    refused: list[Any] = []
+
+    def view(request: HttpRequest) -> HttpResponse:
+        if not refused:
+            refused.append(share(_request(known_key)))
+        return HttpResponse("ok")
+
+    share = _share(settings, 1, view)
+    share(_request(known_key))
+
+    [response] = refused
+    assert response["Content-Type"] == "application/problem+json"
+    assert response["Retry-After"] == "1"
+    assert json.loads(response.content)["status"] == 429
+
+
+def test_a_view_that_fails_gives_its_slot_back(settings, known_key):
+    def failing(request: HttpRequest) -> HttpResponse:
+        raise RuntimeError("the view failed")
+
+    share = _share(settings, 1, failing)
+    with pytest.raises(RuntimeError):
+        share(_request(known_key))
+
+    share.get_response = lambda request: HttpResponse("ok")
+    assert share(_request(known_key)).status_code == 200
+
+
+def test_no_cap_when_it_is_zero(settings, known_key):
+    depth: list[int] = []
+
+    def view(request: HttpRequest) -> HttpResponseBase:
+        depth.append(1)
+        if len(depth) < 5:  # each request asks again while it runs: five at once
+            return share(_request(known_key))
+        return HttpResponse("ok")
+
+    share = _share(settings, 0, view)
+
+    assert share(_request(known_key)).status_code == 200
+    assert len(depth) == 5
+
+
+def test_a_request_counts_for_its_keys_tenant_only_once_that_key_has_authenticated():
+    raw = "mg_fedcba987654_secret"
+    key = SimpleNamespace(key_hash=hashlib.sha256(raw.encode()).hexdigest())
+    principal: Any = SimpleNamespace(api_key=key, tenant=SimpleNamespace(pk=8))
+
+    before = tenant_of(_request(raw))
     throttle.remember_tenant(principal)
 
     assert before == UNVERIFIED
-    assert tenant_of(scope) == 7
-    assert tenant_of(forged) == UNVERIFIED  # the same prefix is not the same key
-    assert tenant_of({"headers": [(b"cookie", b"sessionid=x")]}) is None
+    assert tenant_of(_request(raw)) == 8
+    assert tenant_of(_request("mg_fedcba987654_guessed")) == UNVERIFIED  # same prefix
+    basic = RequestFactory().get("/", headers={"Authorization": "Basic eDp5"})
+    assert tenant_of(basic) == UNVERIFIED
+    assert tenant_of(_request()) is None  # no key: the dashboard, health
