@@ -17,11 +17,12 @@ from rest_framework import exceptions
 
 from agent_mcp.tools import BY_NAME, IdempotencyArgument, ToolSpec
 from config.problems import problem_body, problem_exception_handler
+from contract import answers
 from core.errors import NotFound
 from core.inputs import checked_json
 from core.models import IdempotencyRecord
 from core.principals import Principal, principal_for_key
-from memory import answers, idempotency
+from memory import idempotency
 from memory.auth import throttle_wait
 from memory.keys import api_key_for_raw
 
@@ -88,8 +89,7 @@ def _run_once(tool: ToolSpec, principal: Principal, args: dict[str, Any], key: s
             principal, key.strip(), _digest(tool, principal, args)
         )
     except idempotency.Replay as replay:
-        body = dict(replay.response.data)
-        return Outcome(body, is_error=replay.response.status_code >= 400)
+        return Outcome(dict(replay.answer.body), is_error=replay.answer.status >= 400)
     outcome = _run(tool, principal, args)
     status = int(outcome.body.get("status", 500)) if outcome.is_error else 200
     idempotency.record_answer(record, status, outcome.body, {})

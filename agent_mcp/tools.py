@@ -1,5 +1,5 @@
 """The MCP tools: what a model reads (name, description, input schema) and the one answer
-function of ``memory.answers`` each calls, the same one the matching REST view calls."""
+function of ``contract.answers`` each calls, the same one the matching REST view calls."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from contract import answers
+from contract.serializers import StrictInput
 from core.principals import Principal
-from memory import answers
 from memory.models import Assertion, MemoryKind, Scenario, Source
-from memory.serializers import StrictInput
 
 Run = Callable[[Principal, dict[str, Any]], dict[str, Any]]
 
@@ -106,7 +106,7 @@ def _propose(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _correct(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    target_members = CorrectionTarget._declared_fields
+    target_members = tuple(CorrectionTarget().fields)
     target = answers.validated(
         CorrectionTarget, {k: v for k, v in args.items() if k in target_members}
     )

@@ -8,11 +8,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.pagination import paginate
 from audit.representations import event_representation
 from audit.selectors import audit_events, audit_verify, require_view_audit
+from contract.serializers import ZonedDateTimeField
 from core.errors import InvalidContent
-from memory.pagination import paginate
-from memory.serializers import ZonedDateTimeField
 
 
 class AuditListView(MemgovAPIView):

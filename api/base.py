@@ -8,12 +8,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from contract.idempotency import keep_answer, replayed, request_hash
+from contract.serializers import unknown_name
 from core.errors import InvalidContent
 from core.models import IdempotencyRecord
 from core.principals import Principal
 from memory import idempotency
 from memory.auth import get_principal
-from memory.serializers import unknown_name
 
 
 class MemgovAPIView(APIView):
@@ -32,7 +33,7 @@ class MemgovAPIView(APIView):
         key = request.headers.get(idempotency.HEADER)
         if request.method == "POST" and key is not None:
             self._idempotency_record = idempotency.reserve(
-                self.principal(), key.strip(), idempotency.request_hash(request)
+                self.principal(), key.strip(), request_hash(request)
             )
 
     def _check_query(self, request: Request) -> None:
@@ -52,7 +53,7 @@ class MemgovAPIView(APIView):
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, idempotency.Replay):
             self._idempotency_record = None
-            return exc.response
+            return replayed(exc.answer)
         try:
             return super().handle_exception(exc)
         except Exception:
@@ -64,6 +65,6 @@ class MemgovAPIView(APIView):
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)
         if self._idempotency_record is not None and isinstance(response, Response):
-            idempotency.complete(self._idempotency_record, response)
+            keep_answer(self._idempotency_record, response)
             self._idempotency_record = None
         return response

@@ -14,13 +14,13 @@ from rest_framework.response import Response
 from api.base import MemgovAPIView
 from api.memory import _valid
 from api.openapi import REQUEST_EXAMPLES, ErasureOut, ErasureStartedOut, ExportOut
+from contract.serializers import StrictInput
 from core.authority import require_erase, require_export
 from core.errors import NotFound
 from core.times import iso
 from memory.erasure import MAX_REASON, erasure_start
 from memory.export import export_subject
 from memory.models import Erasure
-from memory.serializers import StrictInput
 
 
 class EraseInput(StrictInput):

@@ -19,22 +19,25 @@ from api.openapi import (
     MemoryPageOut,
     SourceOut,
 )
-from core.errors import InvalidContent, NotFound
-from memory import answers, entities, selectors
-from memory.models import MemoryKind, Status
-from memory.pagination import paginate
-from memory.rules import DIMENSION_RE
-from memory.serializers import (
+from api.pagination import paginate
+from contract import answers
+from contract.serializers import (
     AliasInput,
     CorrectionInput,
     EntityInput,
     MatchInput,
     ProposalInput,
     SourceInput,
+)
+from core.errors import InvalidContent, NotFound
+from memory import entities, selectors
+from memory.models import MemoryKind, Status
+from memory.representations import (
     entity_representation,
     memory_representation,
     source_representation,
 )
+from memory.rules import DIMENSION_RE
 
 # Responses are documented as JSON objects; their members are listed in API.md.
 

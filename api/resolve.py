@@ -26,10 +26,11 @@ from approvals.revalidation import (
     policy_publish_and_revalidate,
     revalidation_request,
 )
+from contract import answers
+from contract.serializers import ResolveInput, StrictInput
 from core.errors import NotFound
 from core.times import iso
-from memory import answers, selectors
-from memory.serializers import ResolveInput, StrictInput
+from memory import selectors
 
 
 class PolicyInput(StrictInput):

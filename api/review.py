@@ -15,9 +15,10 @@ from api.memory import _memory_response, _valid
 from api.openapi import REQUEST_EXAMPLES, CheckOut, MemoryOut, RetiredOut, ScenarioOut, SourceOut
 from approvals import services
 from approvals.models import CheckResult
+from contract.serializers import LabelListField, ScenarioInput, StrictInput
 from core.times import iso
 from memory import selectors
-from memory.serializers import LabelListField, ScenarioInput, StrictInput, source_representation
+from memory.representations import source_representation
 
 
 class CommentInput(StrictInput):

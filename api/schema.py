@@ -20,7 +20,7 @@ class StrictInputScheme(OpenApiSerializerExtension):  # type: ignore[no-untyped-
     """A ``StrictInput`` refuses any member it does not declare (422): the schema says so,
     as the MCP tools' input schemas do."""
 
-    target_class = "memory.serializers.StrictInput"
+    target_class = "contract.serializers.StrictInput"
     match_subclasses = True
 
     def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:

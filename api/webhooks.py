@@ -19,10 +19,10 @@ from api.openapi import (
     WebhookPageOut,
     WebhookWithSecretOut,
 )
+from api.pagination import paginate
+from contract.serializers import StrictInput
 from core.times import iso
 from memory.events import EVENT_TYPES
-from memory.pagination import paginate
-from memory.serializers import StrictInput
 from webhooks import services
 from webhooks.addresses import MAX_URL_CHARS
 from webhooks.models import WebhookDelivery, WebhookEndpoint

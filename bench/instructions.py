@@ -66,9 +66,9 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
     from django.utils import timezone
 
     from bench.generate import context_for, info
+    from contract.answers import _resolve_request
     from core.principals import principal_for_key
     from memory import candidates, keys, resolution, resolver
-    from memory.answers import _resolve_request
 
     application = get_wsgi_application()
     manifest = info(probes=500)

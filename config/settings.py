@@ -221,7 +221,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["memory.auth.IsTenantPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["core.inputs.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["memory.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},

@@ -25,6 +25,12 @@ class InvalidContent(DomainError):
         self.errors = errors
 
 
+class Unparseable(DomainError):
+    """400: the body (or an MCP tool's arguments) is not JSON the input boundary reads."""
+
+    status = 400
+
+
 class NotFound(DomainError):
     status = 404
 

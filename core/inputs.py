@@ -24,11 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from django.conf import settings
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
-
-from core.errors import InvalidContent
+from core.errors import InvalidContent, Unparseable
 
 MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 18  # fits a signed 64-bit column; no identifier or limit needs more
@@ -115,21 +111,21 @@ _TOO_DEEP = f"JSON is nested more than {MAX_JSON_DEPTH} levels deep."
 
 
 def load_json(raw: bytes) -> Any:
-    """Decode a JSON body under the boundary's rules (ParseError 400 / InvalidContent 422)."""
+    """Decode a JSON body under the boundary's rules (Unparseable 400 / InvalidContent 422)."""
     if json_depth(raw) > MAX_JSON_DEPTH:
-        raise ParseError(_TOO_DEEP)
+        raise Unparseable(_TOO_DEEP)
     try:
         text = codecs.decode(raw, "utf-8")
         data = json.loads(text, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ParseError(f"JSON parse error - {exc}") from exc
+        raise Unparseable(f"JSON parse error - {exc}") from exc
     return _storable(data)
 
 
 def checked_json(data: Any) -> Any:
     """JSON decoded elsewhere (an MCP tool's arguments) under the same rules as a body."""
     if decoded_depth(data) > MAX_JSON_DEPTH:
-        raise ParseError(_TOO_DEEP)
+        raise Unparseable(_TOO_DEEP)
     return _storable(data)
 
 
@@ -141,18 +137,3 @@ def _storable(data: Any) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
-
-
-class BoundedJSONParser(JSONParser):
-    """DRF's JSON parser behind the boundary: depth, UTF-8 and NUL rules applied."""
-
-    def parse(
-        self,
-        stream: Any,
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        charset = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
-        if str(charset).lower().replace("_", "-") not in ("utf-8", "utf8"):
-            raise ParseError("JSON bodies must be UTF-8.")
-        return load_json(stream.read() if stream is not None else b"")

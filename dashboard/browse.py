@@ -19,9 +19,9 @@ from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.forms import BrowseForm, TimeTravelForm
 from memory.models import Entity, MemoryVersion
+from memory.representations import checks_summary
 from memory.resolution import ResolveRequest, decide, resolution_body
 from memory.selectors import MemoryFilters, access_entity, memory_heads, versions_with_details
-from memory.serializers import checks_summary
 
 PAGE_SIZE = 50
 SCAN_LIMIT = 2000

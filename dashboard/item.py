@@ -33,8 +33,8 @@ from dashboard.history import lineage_timeline, version_diff
 from dashboard.impact import CheckView, check_views, impact_rows
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
+from memory.representations import checks_summary
 from memory.selectors import access_source, entity_match, memory_versions
-from memory.serializers import checks_summary
 
 POLL_SECONDS = 2
 MATCHED_ON = {

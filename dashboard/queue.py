@@ -15,8 +15,8 @@ from core.authority import Authority
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from memory.models import MemoryVersion, Status
+from memory.representations import checks_summary
 from memory.selectors import versions_with_details
-from memory.serializers import checks_summary
 
 QUEUE_LIMIT = 200
 REFRESH_SECONDS = 30

@@ -33,8 +33,8 @@ from memory.models import (
     Source,
     TaskFlag,
 )
+from memory.representations import source_representation
 from memory.selectors import access_entity
-from memory.serializers import source_representation
 
 CHUNK = 500
 SECTIONS = ("aliases", "versions", "sources", "retrievals", "audit_events")

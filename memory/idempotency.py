@@ -5,15 +5,13 @@ request whose process died leaves its key to the next retry once the lease has r
 
 from __future__ import annotations
 
-import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from rest_framework.request import Request
-from rest_framework.response import Response
 
 from core.errors import InvalidContent, StillProcessing
 from core.models import IdempotencyRecord
@@ -21,12 +19,22 @@ from core.principals import Principal
 
 HEADER = "Idempotency-Key"
 IN_PROGRESS = 0
-_REPLAYED_HEADERS = ("ETag", "Location")
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """The first answer to a request, as kept for its retries."""
+
+    status: int
+    body: Any
+    headers: dict[str, Any]
 
 
 class Replay(Exception):
-    def __init__(self, response: Response) -> None:
-        self.response = response
+    """The key was used before for the same request: here is its first answer."""
+
+    def __init__(self, answer: StoredAnswer) -> None:
+        self.answer = answer
 
 
 def caller(principal: Principal) -> str:
@@ -35,13 +43,6 @@ def caller(principal: Principal) -> str:
     if principal.api_key is not None:
         return f"key:{principal.api_key.pk}"
     return principal.name
-
-
-def request_hash(request: Request) -> str:
-    """Method, path, caller and raw body: same key, same bytes."""
-    body: bytes = request._request.body
-    who = caller(request.auth) if isinstance(request.auth, Principal) else ""
-    return hashlib.sha256(f"{request.method} {request.path} {who}\n".encode() + body).hexdigest()
 
 
 def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
@@ -71,16 +72,11 @@ def reserve(principal: Principal, key: str, digest: str) -> IdempotencyRecord:
         raise InvalidContent({HEADER: ["was already used with a different request"]})
     if existing.response_status == IN_PROGRESS:
         return _take_over(existing, now)
-    headers = dict(existing.response_headers)
-    content_type = headers.pop("Content-Type", None)
-    response = Response(
-        existing.response_body,
-        status=existing.response_status,
-        headers=headers,
-        content_type=content_type,
+    raise Replay(
+        StoredAnswer(
+            existing.response_status, existing.response_body, dict(existing.response_headers)
+        )
     )
-    response["Idempotent-Replayed"] = "true"
-    raise Replay(response)
 
 
 def _take_over(claim: IdempotencyRecord, now: datetime) -> IdempotencyRecord:
@@ -95,13 +91,6 @@ def _take_over(claim: IdempotencyRecord, now: datetime) -> IdempotencyRecord:
         raise StillProcessing("A request with this Idempotency-Key is still being processed.")
     claim.created_at = now
     return claim
-
-
-def complete(record: IdempotencyRecord, response: Response) -> None:
-    headers: dict[str, Any] = {h: response[h] for h in _REPLAYED_HEADERS if response.has_header(h)}
-    if response.content_type:
-        headers["Content-Type"] = response.content_type
-    record_answer(record, response.status_code, response.data, headers)
 
 
 def record_answer(

@@ -13,9 +13,9 @@ from django.test import override_settings
 from django.urls import resolve
 from rest_framework import serializers
 
+from contract.serializers import StrictInput
 from memory.grants import permission_grant
 from memory.models import MemoryVersion
-from memory.serializers import StrictInput
 from tests.api.support import (
     Written,
     assert_problem,
@@ -355,9 +355,7 @@ def _input_shapes() -> list[type]:
         shape = todo.pop()
         todo.extend(shape.__subclasses__())
         module = shape.__module__
-        if module.startswith(("api.", "agent_mcp.", "memory.serializers")) and module != (
-            "api.openapi"
-        ):
+        if module.startswith(("api.", "agent_mcp.", "contract.")) and module != ("api.openapi"):
             shapes.append(shape)
     return shapes
 

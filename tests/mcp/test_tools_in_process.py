@@ -1,6 +1,6 @@
 """The MCP tools on the test database, through the SDK's client connected in-process:
 the same answers, permissions, tenant isolation, throttling and idempotency as the REST
-API, because both call the same functions (``memory.answers``)."""
+API, because both call the same functions (``contract.answers``)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import pytest
 
 from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
 from audit.models import AuditEvent
-from core.models import ApiKey
-from memory import entities, tenancy
-from memory.auth import PrincipalRateThrottle
-from memory.models import Source
-from memory.serializers import (
+from contract.serializers import (
     CorrectionInput,
     MatchInput,
     ProposalInput,
     ResolveInput,
     SourceInput,
 )
+from core.models import ApiKey
+from memory import entities, tenancy
+from memory.auth import PrincipalRateThrottle
+from memory.models import Source
 from tests.api.test_throttling import _forget as forget_bucket
 from tests.conftest import World, iso, later
 from tests.mcp.support import TOOL_NAMES, InProcess, answer, problem

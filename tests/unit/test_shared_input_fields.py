@@ -7,7 +7,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from memory.serializers import ResolveInput
+from contract.serializers import ResolveInput
 
 
 def _validate(data: dict[str, Any]) -> tuple[bool, dict[str, Any]]:

@@ -14,11 +14,11 @@ import pytest
 from kombu.exceptions import OperationalError
 
 from config.celery import app as celery_app
+from contract.serializers import ProposalInput
 from core import outbox
 from core.models import Outbox
 from memory import proposals
 from memory.events import OUTBOX_KIND
-from memory.serializers import ProposalInput
 from tests.approvals.support import Flow, head
 from tests.conftest import World, needs
 from tests.integration.test_workflow_worker import broker, embedded_worker, wait_for

@@ -1,9 +1,9 @@
-"""Input shapes (types only; rules live in ``memory.rules``) and output representations.
+"""Input shapes (types only; rules live in ``memory.rules``).
 
 Every input shape is a ``StrictInput``: the one place that refuses a member the shape does
 not declare (``contxt`` for ``context``) and a member of the wrong JSON type (``"task": 5``
 where text is declared), which DRF's fields would otherwise ignore or convert. The REST
-views and the MCP tools validate through these same shapes (``memory.answers``)."""
+views and the MCP tools validate through these same shapes (``contract.answers``)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from core.times import iso
-from memory.models import Assertion, Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
+from memory.models import Assertion, MemoryKind, Scenario, Source
 
 MAX_CONTENT_CHARS = 32 * 1024
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")
@@ -253,101 +252,3 @@ class ResolveInput(SharedFieldsSerializer):
     known_at = ZonedDateTimeField(required=False, allow_null=True)
     task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
     explain = serializers.BooleanField(required=False, default=False)
-
-
-def source_representation(source: Source) -> dict[str, Any]:
-    return {
-        "id": source.pk,
-        "kind": source.kind,
-        "content": source.content,
-        "content_sha256": source.content_sha256,
-        "external_ref": source.external_ref or None,
-        "version": source.version or None,
-        "speaker": source.speaker or None,
-        "occurred_at": iso(source.occurred_at),
-        "received_at": iso(source.received_at),
-        "visibility": source.visibility,
-        "metadata": source.metadata,
-        "revoked_at": iso(source.revoked_at),
-    }
-
-
-def entity_representation(entity: Entity) -> dict[str, Any]:
-    return {
-        "id": entity.pk,
-        "kind": entity.kind,
-        "name": entity.name,
-        "aliases": [a.alias for a in entity.aliases.all()],
-        "external_ref": entity.external_ref or None,
-        "created_at": iso(entity.created_at),
-    }
-
-
-def checks_summary(version: MemoryVersion) -> dict[str, Any]:
-    """The latest deciding run (gate or revalidation) tells; before any, the preview shows
-    what the reviewer will get. Results come ordered by ``ran_at``."""
-    results = list(version.checks.all())
-    deciding = [r for r in results if r.run in ("gate", "revalidation")]
-    runs = deciding or [r for r in results if r.run == "preview"]
-    last = runs[-1] if runs else None
-    current = [
-        r
-        for r in runs
-        if last is not None and (r.run, r.policy_version) == (last.run, last.policy_version)
-    ]
-    failed = sum(1 for r in current if r.outcome == "failed")
-    if version.status == Status.CHECKING:
-        status = "running"
-    elif not current:
-        status = "none"
-    else:
-        status = "failed" if failed else "passed"
-    return {
-        "status": status,
-        "passed": len(current) - failed,
-        "failed": failed,
-        "total": len(current),
-    }
-
-
-def memory_representation(version: MemoryVersion) -> dict[str, Any]:
-    item = version.item
-    return {
-        "id": version.item_id,
-        "version": version.number,
-        "active_version": getattr(version, "active_number", None),
-        "kind": version.kind,
-        "subject": version.subject_id,
-        "subject_mention": item.subject_mention or None,
-        "field": version.field,
-        "value": version.value,
-        "statement": version.statement,
-        "scope": version.scope,
-        "owner": version.owner.get_username(),
-        "proposed_by": version.proposed_by,
-        "expires_at": iso(version.expires_at),
-        "valid_from": iso(version.valid_from),
-        "valid_to": iso(version.valid_to),
-        "assertion": version.assertion,
-        "verification": version.verification,
-        "status": version.status,
-        "status_reason": version.status_reason or None,
-        "sources": version.source_ids,
-        "basis": version.basis,
-        "visibility": version.visibility,
-        "required_reviewers": version.required_reviewers,
-        "recorded_at": iso(version.recorded_at),
-        "activated_at": iso(version.activated_at),
-        "deactivated_at": iso(version.deactivated_at),
-        "approvals": [
-            {
-                "reviewer": a.reviewer.get_username(),
-                "decision": a.decision,
-                "comment": a.comment,
-                "at": iso(a.at),
-            }
-            for a in version.approvals.all()
-        ],
-        "approvals_required": version.approvals_required,
-        "checks": checks_summary(version),
-    }

@@ -10,19 +10,18 @@ from typing import Any
 
 from rest_framework import serializers
 
-from core.errors import InvalidContent, NotFound
-from core.principals import Principal
-from memory import proposals, resolution, selectors, sources
-from memory.retrievals import task_record
-from memory.serializers import (
+from contract.serializers import (
     CorrectionInput,
     MatchInput,
     ProposalInput,
     ResolveInput,
     SourceInput,
-    memory_representation,
-    source_representation,
 )
+from core.errors import InvalidContent, NotFound
+from core.principals import Principal
+from memory import proposals, resolution, selectors, sources
+from memory.representations import memory_representation, source_representation
+from memory.retrievals import task_record
 
 
 def validated(serializer_class: type[serializers.Serializer[Any]], data: Any) -> dict[str, Any]:
