@@ -18,12 +18,12 @@ from rest_framework import exceptions
 from agent_mcp.tools import BY_NAME, IdempotencyArgument, ToolSpec
 from config.problems import problem_body, problem_exception_handler
 from contract import answers
+from contract.auth import throttle_wait
 from core.errors import NotFound
 from core.inputs import checked_json
 from core.models import IdempotencyRecord
 from core.principals import Principal, principal_for_key
 from memory import idempotency
-from memory.auth import throttle_wait
 from memory.keys import api_key_for_raw
 
 logger = logging.getLogger(__name__)

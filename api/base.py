@@ -8,13 +8,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from contract.auth import get_principal
 from contract.idempotency import keep_answer, replayed, request_hash
 from contract.serializers import unknown_name
 from core.errors import InvalidContent
 from core.models import IdempotencyRecord
 from core.principals import Principal
 from memory import idempotency
-from memory.auth import get_principal
 
 
 class MemgovAPIView(APIView):

@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSe
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
-    target_class = "memory.auth.ApiKeyAuthentication"
+    target_class = "contract.auth.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -217,13 +217,13 @@ X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "memory.auth.ApiKeyAuthentication",
+        "contract.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["memory.auth.IsTenantPrincipal"],
+    "DEFAULT_PERMISSION_CLASSES": ["contract.auth.IsTenantPrincipal"],
     "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["memory.auth.PrincipalRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["contract.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},
     "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from contract.auth import PrincipalRateThrottle
 from core.models import ApiKey
 from core.principals import Principal
 from memory import cache, tenancy
-from memory.auth import PrincipalRateThrottle
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
 from tests.conftest import needs

@@ -10,9 +10,9 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
+from contract.auth import PrincipalRateThrottle
 from core.models import ApiKey, IdempotencyRecord
 from memgov_client import RetryPolicy, ServerError, StaleVersion, Throttled, TransportFailed
-from memory.auth import PrincipalRateThrottle
 from memory.models import Source
 from tests.client.conftest import DropsFirstAnswer, FailingGateway, Recording
 

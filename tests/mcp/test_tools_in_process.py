@@ -10,6 +10,7 @@ import pytest
 
 from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
 from audit.models import AuditEvent
+from contract.auth import PrincipalRateThrottle
 from contract.serializers import (
     CorrectionInput,
     MatchInput,
@@ -19,7 +20,6 @@ from contract.serializers import (
 )
 from core.models import ApiKey
 from memory import entities, tenancy
-from memory.auth import PrincipalRateThrottle
 from memory.models import Source
 from tests.api.test_throttling import _forget as forget_bucket
 from tests.conftest import World, iso, later
