@@ -100,6 +100,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    # psycopg prepares a statement that a connection has run more than 5 times (its
+    # default), so PostgreSQL stops planning it again: planning the candidate statement
+    # took longer than running it. Only server-binding cursors prepare (the written-out
+    # statements, core.sql.bound_on_server); Django's own bind on the client. A
+    # transaction-mode pooler (PgBouncer) cannot keep a session's prepared statements:
+    # MEMGOV_DB_PREPARED_STATEMENTS=false turns them off (Django's default, None).
+    _prepared = env_bool("MEMGOV_DB_PREPARED_STATEMENTS", default=True)
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5 if _prepared else None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One Redis URL for the resolve cache and the Celery broker, used as written (a URL without a
