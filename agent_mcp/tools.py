@@ -11,8 +11,9 @@ from rest_framework import serializers
 
 from contract import answers
 from contract.serializers import StrictInput
+from core.kinds import MemoryKind
 from core.principals import Principal
-from memory.models import Assertion, MemoryKind, Scenario, Source
+from memory.models import Assertion, Scenario, Source
 
 Run = Callable[[Principal, dict[str, Any]], dict[str, Any]]
 

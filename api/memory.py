@@ -30,8 +30,9 @@ from contract.serializers import (
     SourceInput,
 )
 from core.errors import InvalidContent, NotFound
+from core.kinds import MemoryKind
 from memory import entities, selectors
-from memory.models import MemoryKind, Status
+from memory.models import Status
 from memory.representations import (
     entity_representation,
     memory_representation,

@@ -10,7 +10,8 @@ from drf_spectacular.utils import OpenApiExample
 from rest_framework import serializers
 
 from approvals.models import Approval, CheckResult, Revalidation
-from memory.models import Assertion, MemoryKind, Scenario, Source, Status, Verification
+from core.kinds import MemoryKind
+from memory.models import Assertion, Scenario, Source, Status, Verification
 
 _Base = serializers.Serializer[Any]
 

@@ -1,18 +1,20 @@
 from django.apps import AppConfig
 
+from core.kinds import OutboxKind
+
 # Outbox kinds (core.outbox) this layer carries out, and the Celery task of each: lower
 # layers write the kind; only this table knows the task.
 OUTBOX_HANDLERS = {
-    "checks.gate": "approvals.tasks.run_gate_checks",
-    "checks.preview": "approvals.tasks.run_preview_checks",
-    "notify.pending_review": "approvals.tasks.notify_pending_review",
-    "notify.checks_failed": "approvals.tasks.notify_checks_failed",
-    "notify.retired": "approvals.tasks.notify_retired",
-    "notify.revalidation_failures": "approvals.tasks.notify_revalidation_failures",
-    "notify.held_mention": "approvals.tasks.notify_held_mention",
-    "revalidation.run": "approvals.tasks.revalidation_run",
-    "erasure.run": "approvals.tasks.erasure_run",
-    "notify.erasure_done": "approvals.tasks.notify_erasure_done",
+    OutboxKind.GATE_CHECKS: "approvals.tasks.run_gate_checks",
+    OutboxKind.PREVIEW_CHECKS: "approvals.tasks.run_preview_checks",
+    OutboxKind.PENDING_REVIEW: "approvals.tasks.notify_pending_review",
+    OutboxKind.CHECKS_FAILED: "approvals.tasks.notify_checks_failed",
+    OutboxKind.RETIRED: "approvals.tasks.notify_retired",
+    OutboxKind.REVALIDATION_FAILURES: "approvals.tasks.notify_revalidation_failures",
+    OutboxKind.HELD_MENTION: "approvals.tasks.notify_held_mention",
+    OutboxKind.REVALIDATION_RUN: "approvals.tasks.revalidation_run",
+    OutboxKind.ERASURE_RUN: "approvals.tasks.erasure_run",
+    OutboxKind.ERASURE_DONE: "approvals.tasks.notify_erasure_done",
 }
 
 

@@ -35,11 +35,12 @@ from django.db import connection
 from django.db.models import F
 
 from audit.chain import digest
+from core.kinds import MemoryKind
 from core.models import ScopeValue, Tenant
 from core.times import iso
 from memory import resolver, rules
 from memory.candidates import CandidatePool, CandidateRequest, load_candidates
-from memory.models import Entity, MemoryKind, MemoryVersion, Scenario, Source, Status
+from memory.models import Entity, MemoryVersion, Scenario, Source, Status
 from memory.rules import TENANT_WIDE
 from memory.selectors import current_policy, resolver_policy
 

@@ -21,11 +21,6 @@ from core import authority
 from core.principals import principal_for_user
 from memory.models import MemoryVersion
 
-KIND_NAMES = {
-    "preference": "preference",
-    "task_fact": "task fact",
-    "enterprise_rule": "enterprise rule",
-}
 JUST_NOW = timedelta(minutes=1)
 UNITS = (
     ("year", 365 * 86400),
@@ -38,7 +33,7 @@ UNITS = (
 
 
 def kind_name(kind: str) -> str:
-    return KIND_NAMES.get(kind, kind.replace("_", " "))
+    return kind.replace("_", " ")  # "task_fact": "task fact"
 
 
 def with_article(noun: str) -> str:

@@ -22,11 +22,11 @@ from approvals.checking import ACTOR
 from approvals.models import CheckResult, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
+from core.kinds import OutboxKind
 from core.models import Tenant
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory import events
-from memory.effects import REVALIDATION_FAILURES
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status
 from memory.policy import MANAGE_POLICY_REFUSAL, policy_record
@@ -80,7 +80,7 @@ def revalidation_start(*, tenant: Tenant, reason: str, actor: str) -> Revalidati
         data={"total": len(ids), "policy_version": job.policy_version},
     )
     if ids:
-        outbox_write(kind="revalidation.run", payload={"job_id": job.pk}, tenant=tenant)
+        outbox_write(kind=OutboxKind.REVALIDATION_RUN, payload={"job_id": job.pk}, tenant=tenant)
     else:
         _announce_finished(job)
     return job
@@ -290,7 +290,7 @@ def _record_and_count(job_id: str, evaluated: list[checking.Checked]) -> None:
         job.save(update_fields=_PROGRESS_FIELDS)
         if failing:
             outbox_write(
-                kind=REVALIDATION_FAILURES,
+                kind=OutboxKind.REVALIDATION_FAILURES,
                 payload={"job_id": job.pk, "item_ids": failing},
                 tenant=job.tenant,
             )

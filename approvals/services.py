@@ -16,6 +16,7 @@ from audit.chain import digest
 from audit.services import audit_append
 from core.authority import RETIRE, Authority, has_tenant_permission, is_proposer, may_review
 from core.errors import Conflict, Forbidden, InvalidContent
+from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import events, rules
 from memory.effects import after_checks_requested, after_version_recorded
@@ -27,16 +28,7 @@ from memory.lifecycle import (
     locked_versions,
     version_transition,
 )
-from memory.models import (
-    OPEN_STATUSES,
-    Entity,
-    MemoryItem,
-    MemoryKind,
-    MemoryVersion,
-    Scenario,
-    Source,
-    Status,
-)
+from memory.models import OPEN_STATUSES, Entity, MemoryItem, MemoryVersion, Scenario, Source, Status
 
 
 def _require_person(principal: Principal, action: str) -> None:

@@ -143,7 +143,8 @@ class LiveCollector(Collector):
 
     def _reviews(self) -> Iterator[GaugeMetricFamily]:
         # Imported here: scrape time only: config.celery imports this before apps load.
-        from memory.models import MemoryKind, MemoryVersion, Status  # noqa: PLC0415
+        from core.kinds import MemoryKind  # noqa: PLC0415
+        from memory.models import MemoryVersion, Status  # noqa: PLC0415
 
         count = GaugeMetricFamily(
             "memgov_pending_reviews", "Versions waiting for review, by kind.", labels=["kind"]

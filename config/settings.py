@@ -254,7 +254,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
         "SourceKindEnum": "memory.models.Source.Kind",
-        "MemoryKindEnum": "memory.models.MemoryKind",
+        "MemoryKindEnum": "core.kinds.MemoryKind",
     },
 }
 

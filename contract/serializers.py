@@ -17,7 +17,8 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
-from memory.models import Assertion, MemoryKind, Scenario, Source
+from core.kinds import MemoryKind
+from memory.models import Assertion, Scenario, Source
 
 MAX_CONTENT_CHARS = 32 * 1024
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")

@@ -21,6 +21,7 @@ from django.contrib.auth.models import User
 from django.db.models import Q
 
 from core.errors import Forbidden
+from core.kinds import MemoryKind
 
 # The guardian permission models: this module is their only reader.
 from core.models import (
@@ -49,7 +50,11 @@ class Governed(Protocol):
 
 V = TypeVar("V", bound=Governed)
 
-PREFERENCE, TASK_FACT, ENTERPRISE_RULE = "preference", "task_fact", "enterprise_rule"
+PREFERENCE, TASK_FACT, ENTERPRISE_RULE = (
+    MemoryKind.PREFERENCE,
+    MemoryKind.TASK_FACT,
+    MemoryKind.ENTERPRISE_RULE,
+)
 TENANT_WIDE = {"tenant": "*"}
 REVIEW_PERMISSION: dict[str, str] = {
     TASK_FACT: "review_task_fact",

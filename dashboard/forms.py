@@ -6,8 +6,9 @@ from typing import Any
 
 from django import forms
 
+from core.kinds import MemoryKind
 from memory.erasure import MAX_REASON
-from memory.models import MemoryKind, Scenario, Status
+from memory.models import Scenario, Status
 from memory.rules import DIMENSION_RE
 
 TIME_HELP = "In the tenant's time zone (see Policy). Leave empty for now."

@@ -7,18 +7,9 @@ write, and nothing is lost when the broker is down at commit."""
 
 from __future__ import annotations
 
+from core.kinds import OutboxKind
 from core.outbox import outbox_write
 from memory.models import MemoryVersion, Status
-
-GATE_CHECKS = "checks.gate"
-PREVIEW_CHECKS = "checks.preview"
-PENDING_REVIEW = "notify.pending_review"
-CHECKS_FAILED = "notify.checks_failed"
-RETIRED = "notify.retired"
-REVALIDATION_FAILURES = "notify.revalidation_failures"
-ERASURE_RUN = "erasure.run"
-ERASURE_DONE = "notify.erasure_done"
-HELD_MENTION = "notify.held_mention"
 
 
 def after_version_recorded(version: MemoryVersion) -> None:
@@ -29,25 +20,29 @@ def after_version_recorded(version: MemoryVersion) -> None:
         after_checks_requested(version)
     elif version.status == Status.PENDING_REVIEW:
         payload = {"version_id": version.pk}
-        outbox_write(kind=PREVIEW_CHECKS, payload=payload, tenant=version.tenant)
-        outbox_write(kind=PENDING_REVIEW, payload=payload, tenant=version.tenant)
+        outbox_write(kind=OutboxKind.PREVIEW_CHECKS, payload=payload, tenant=version.tenant)
+        outbox_write(kind=OutboxKind.PENDING_REVIEW, payload=payload, tenant=version.tenant)
     elif version.status == Status.HELD_UNRESOLVED:
         payload = {"version_id": version.pk}
-        outbox_write(kind=HELD_MENTION, payload=payload, tenant=version.tenant)
+        outbox_write(kind=OutboxKind.HELD_MENTION, payload=payload, tenant=version.tenant)
 
 
 def after_checks_requested(version: MemoryVersion) -> None:
-    outbox_write(kind=GATE_CHECKS, payload={"version_id": version.pk}, tenant=version.tenant)
+    outbox_write(
+        kind=OutboxKind.GATE_CHECKS, payload={"version_id": version.pk}, tenant=version.tenant
+    )
 
 
 def after_checks_failed(version: MemoryVersion) -> None:
-    outbox_write(kind=CHECKS_FAILED, payload={"version_id": version.pk}, tenant=version.tenant)
+    outbox_write(
+        kind=OutboxKind.CHECKS_FAILED, payload={"version_id": version.pk}, tenant=version.tenant
+    )
 
 
 def after_retired(versions: list[MemoryVersion]) -> None:
     if versions:
         outbox_write(
-            kind=RETIRED,
+            kind=OutboxKind.RETIRED,
             payload={"version_ids": [v.pk for v in versions]},
             tenant=versions[0].tenant,
         )

@@ -67,11 +67,11 @@ from audit.chain import digest
 from audit.services import audit_append
 from core.authority import require_erase
 from core.errors import InvalidContent
+from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory import cache, events, generations
-from memory.effects import ERASURE_DONE, ERASURE_RUN
 from memory.lifecycle import end_use_of_subject
 from memory.models import (
     Entity,
@@ -172,7 +172,9 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
                 existing.error = ""
                 existing.save(update_fields=["status", "error"])
                 outbox_write(
-                    kind=ERASURE_RUN, payload={"erasure_id": existing.pk}, tenant=entity.tenant
+                    kind=OutboxKind.ERASURE_RUN,
+                    payload={"erasure_id": existing.pk},
+                    tenant=entity.tenant,
                 )
             return existing
         now = timezone.now()
@@ -219,7 +221,9 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
         )
         # No item may be left to bump (a subject with none): its answers end here too.
         generations.invalidate_subject_on_commit([(principal.tenant.pk, entity.pk)])
-        outbox_write(kind=ERASURE_RUN, payload={"erasure_id": erasure.pk}, tenant=entity.tenant)
+        outbox_write(
+            kind=OutboxKind.ERASURE_RUN, payload={"erasure_id": erasure.pk}, tenant=entity.tenant
+        )
     return erasure
 
 
@@ -426,7 +430,7 @@ def _redact_outbox(erasure: Erasure) -> bool:
     what the fan-out sends, so a waiting one is sent redacted."""
     after = int(erasure.cursor or 0)
     rows = list(
-        Outbox.objects.filter(tenant=erasure.tenant, kind=events.OUTBOX_KIND, pk__gt=after)
+        Outbox.objects.filter(tenant=erasure.tenant, kind=OutboxKind.WEBHOOK_EVENT, pk__gt=after)
         .filter(payload__data__has_key="reason")  # the only free text an event carries
         .exclude(payload__data__reason="")
         .order_by("pk")
@@ -541,7 +545,9 @@ def _finish(erasure: Erasure) -> None:
         data={"subject": erasure.subject_id, "erasure": erasure.pk, "counts": erasure.counts},
     )
     if erasure.requested_by_id is not None:
-        outbox_write(kind=ERASURE_DONE, payload={"erasure_id": erasure.pk}, tenant=erasure.tenant)
+        outbox_write(
+            kind=OutboxKind.ERASURE_DONE, payload={"erasure_id": erasure.pk}, tenant=erasure.tenant
+        )
 
 
 _STEPS: dict[str, Step] = {

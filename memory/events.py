@@ -15,6 +15,7 @@ from typing import Any
 from django.utils import timezone
 
 from core.ids import new_event_id
+from core.kinds import OutboxKind
 from core.models import Tenant
 from core.outbox import outbox_write
 from core.times import iso
@@ -43,7 +44,6 @@ EVENT_TYPES = (
     SUBJECT_ERASED,
 )
 # The outbox kind whose task delivers events (registered by webhooks/apps.py).
-OUTBOX_KIND = "webhook.event"
 REASON_CHARS = 500
 
 
@@ -60,7 +60,7 @@ def event_emit(*, tenant: Tenant, event_type: str, data: Mapping[str, Any]) -> s
         "timestamp": iso(timezone.now()),
         "data": dict(data),
     }
-    outbox_write(kind=OUTBOX_KIND, payload=payload, tenant=tenant)
+    outbox_write(kind=OutboxKind.WEBHOOK_EVENT, payload=payload, tenant=tenant)
     return event_id
 
 

@@ -20,6 +20,7 @@ from core.ids import (
     new_retrieval_id,
     new_source_id,
 )
+from core.kinds import MemoryKind
 from core.models import Tenant
 
 
@@ -95,12 +96,6 @@ class Source(models.Model):
 
     def __str__(self) -> str:
         return self.id
-
-
-class MemoryKind(models.TextChoices):
-    PREFERENCE = "preference"
-    TASK_FACT = "task_fact"
-    ENTERPRISE_RULE = "enterprise_rule"
 
 
 class Status(models.TextChoices):

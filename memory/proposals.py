@@ -16,20 +16,13 @@ from audit.chain import canonical_json, digest
 from audit.services import audit_append
 from core.errors import Conflict, InvalidContent, PreconditionRequired
 from core.inputs import strict_int
+from core.kinds import MemoryKind
 from core.models import ScopeValue, Tenant
 from core.principals import Principal
 from memory import events, generations, rules
 from memory.effects import after_version_recorded
 from memory.lifecycle import version_transition
-from memory.models import (
-    Entity,
-    MemoryItem,
-    MemoryKind,
-    MemoryVersion,
-    Scenario,
-    Source,
-    Status,
-)
+from memory.models import Entity, MemoryItem, MemoryVersion, Scenario, Source, Status
 
 
 @dataclass

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from core.kinds import MemoryKind
+
 __all__ = [
     "CRITERIA",
     "KIND_RANK",
@@ -40,14 +42,18 @@ __all__ = [
     "specificity",
 ]
 
-KIND_RANK: tuple[str, ...] = ("task_fact", "enterprise_rule", "preference")
+KIND_RANK: tuple[str, ...] = (
+    MemoryKind.TASK_FACT.value,
+    MemoryKind.ENTERPRISE_RULE.value,
+    MemoryKind.PREFERENCE.value,
+)
 VERIFICATION_RANK: tuple[str, ...] = ("verified_record", "confirmed", "asserted")
 CRITERIA: tuple[str, ...] = ("specificity", "kind", "verification", "valid_from")
 # Kinds a reviewer approved. Their tier comes before every policy criterion and no policy
 # can move it: an agent could otherwise file a business exception as a "preference" with a
 # narrow scope and, being more specific, outrank the approved rule without any review.
-REVIEWED_KINDS: frozenset[str] = frozenset({"task_fact", "enterprise_rule"})
-UNREVIEWED_KIND = "preference"
+REVIEWED_KINDS: frozenset[str] = frozenset(KIND_RANK) - {MemoryKind.PREFERENCE.value}
+UNREVIEWED_KIND = MemoryKind.PREFERENCE.value
 PRECEDENCE_KEYS: tuple[str, ...] = ("order", "kind_rank", "verification_rank")
 
 WILDCARD = "*"

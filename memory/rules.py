@@ -18,9 +18,10 @@ from django.contrib.auth.models import User
 from audit.chain import canonical_json
 from core import authority
 from core.errors import InvalidContent
+from core.kinds import MemoryKind
 from core.models import Tenant
 from core.principals import Principal, can_see
-from memory.models import Entity, MemoryKind, MemoryVersion, Source, Verification
+from memory.models import Entity, MemoryVersion, Source, Verification
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TENANT_WIDE = authority.TENANT_WIDE

@@ -1,10 +1,12 @@
 from django.apps import AppConfig
 
+from core.kinds import OutboxKind
+
 # Outbox kinds (core.outbox) this app carries out: memory.events writes ``webhook.event``
 # in the transaction of each change; webhooks.services writes the disabled notice.
 OUTBOX_HANDLERS = {
-    "webhook.event": "webhooks.tasks.fan_out_event",
-    "notify.webhook_disabled": "webhooks.tasks.notify_webhook_disabled",
+    OutboxKind.WEBHOOK_EVENT: "webhooks.tasks.fan_out_event",
+    OutboxKind.WEBHOOK_DISABLED: "webhooks.tasks.notify_webhook_disabled",
 }
 
 

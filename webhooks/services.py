@@ -16,6 +16,7 @@ from audit.chain import digest
 from audit.services import audit_append
 from core.authority import MANAGE_WEBHOOKS, require_tenant_permission
 from core.errors import InvalidContent, NotFound
+from core.kinds import OutboxKind
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory.events import EVENT_TYPES
@@ -25,7 +26,6 @@ from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 REFUSAL = "Managing webhooks needs the manage_webhooks permission on the tenant."
 ROTATION_GRACE = timedelta(hours=24)
-DISABLED_NOTICE = "notify.webhook_disabled"
 
 
 def require_manage_webhooks(principal: Principal) -> None:
@@ -170,5 +170,9 @@ def webhook_disable(*, endpoint_id: str, reason: str) -> bool:
         target_id=endpoint.pk,
         data={"reason": reason[:500]},
     )
-    outbox_write(kind=DISABLED_NOTICE, payload={"webhook_id": endpoint.pk}, tenant=endpoint.tenant)
+    outbox_write(
+        kind=OutboxKind.WEBHOOK_DISABLED,
+        payload={"webhook_id": endpoint.pk},
+        tenant=endpoint.tenant,
+    )
     return True

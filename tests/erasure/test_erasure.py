@@ -18,6 +18,7 @@ from django_redis import get_redis_connection
 
 from audit.models import AuditEvent
 from audit.selectors import audit_verify
+from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
 from memory import events
 from memory.models import Entity, Erasure, MemoryVersion, RetrievalRecord, Source
@@ -186,7 +187,7 @@ def test_an_event_still_in_the_broker_during_the_erasure_is_sent_without_its_rea
     flow.ok(flow.retire(tale.other_memory, reason="Harbor Logistics moved its calls"))
     [queued] = [
         dict(row.payload)
-        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        for row in Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
         if row.payload["event_type"] == "memory.retired"
         and row.payload["data"]["reason"] == story.RETIREMENT
     ]
@@ -206,7 +207,7 @@ def test_an_event_still_in_the_broker_during_the_erasure_is_sent_without_its_rea
     # The other subject's event keeps its reason, at rest too.
     [other] = [
         row.payload
-        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        for row in Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
         if row.payload["event_type"] == "memory.retired"
         and row.payload["data"]["memory_id"] == tale.other_memory
     ]
@@ -284,7 +285,7 @@ def test_erasing_another_subject_later_counts_none_of_her_redacted_events_again(
     # The other subject's own events with a reason (its activation, before subscribing).
     own = [
         row.pk
-        for row in Outbox.objects.filter(kind=events.OUTBOX_KIND)
+        for row in Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
         if row.payload["data"].get("memory_id") == tale.other_memory
         and row.payload["data"].get("reason")
     ]

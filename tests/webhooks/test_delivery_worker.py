@@ -16,9 +16,9 @@ from kombu.exceptions import OperationalError
 from config.celery import app as celery_app
 from contract.serializers import ProposalInput
 from core import outbox
+from core.kinds import OutboxKind
 from core.models import Outbox
 from memory import proposals
-from memory.events import OUTBOX_KIND
 from tests.approvals.support import Flow, head
 from tests.conftest import World, needs
 from tests.integration.test_workflow_worker import broker, embedded_worker, wait_for
@@ -141,7 +141,8 @@ def test_a_rolled_back_proposal_sends_nothing(
 
     def crash_after_the_event(version: Any) -> None:
         recorded(version)
-        assert Outbox.objects.filter(kind=OUTBOX_KIND).count() == 1  # written, uncommitted
+        written = Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
+        assert written.count() == 1  # written, uncommitted
         raise RuntimeError("the disk filled up before the commit")
 
     monkeypatch.setattr(proposals, "_after_new_version", crash_after_the_event)
@@ -173,7 +174,7 @@ def test_an_event_of_a_commit_while_the_broker_was_down_is_delivered_after_it_re
         monkeypatch.setattr(fan_out, "apply_async", broker_down)
         memory_id = flow.rule(P9)["id"]
         monkeypatch.undo()
-        [row] = Outbox.objects.filter(kind=OUTBOX_KIND)
+        [row] = Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
         assert row.dispatched_at is None and "Connection refused" in row.last_error
         time.sleep(QUIET)
         assert receiver.all() == []
