@@ -189,11 +189,13 @@ LOGIN_USERNAME_FAILURE_LIMIT = env_int("MEMGOV_LOGIN_USERNAME_FAILURE_LIMIT", 50
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("MEMGOV_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 TRUSTED_PROXIES = env_int("MEMGOV_TRUSTED_PROXIES", 0)
 CLIENT_IP_HEADER = env_str("MEMGOV_CLIENT_IP_HEADER", "X-Forwarded-For")
-# A web process answers MEMGOV_WEB_THREADS requests at once (deploy/gunicorn.conf.py). One
-# tenant may hold all of them but one (config/tenant_share.py): its next request is a quick
-# 429, and the last thread is left to the other tenants. 0: no cap.
+# A web process of the deployed role answers MEMGOV_WEB_THREADS requests at once
+# (deploy/gunicorn.conf.py), which caps one tenant at all of them but one
+# (config/tenant_share.py): its next request is a quick 429, and the last thread is left to
+# the other tenants. Elsewhere (runserver, tests) the number of threads is not fixed, and
+# nothing is capped unless MEMGOV_TENANT_MAX_IN_FLIGHT says so. 0: no cap.
 WEB_THREADS = max(1, env_int("MEMGOV_WEB_THREADS", 8))
-TENANT_MAX_IN_FLIGHT = env_int("MEMGOV_TENANT_MAX_IN_FLIGHT", max(1, WEB_THREADS - 1))
+TENANT_MAX_IN_FLIGHT = env_int("MEMGOV_TENANT_MAX_IN_FLIGHT", 0)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -17,6 +17,8 @@ workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2
 # wait in the worker's queue. config.wsgi serves Django and the MCP server at /mcp.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 threads = int(os.environ.setdefault("MEMGOV_WEB_THREADS", "8"))  # settings read it too
+# One tenant may hold every thread but one (config/tenant_share.py); 0: no cap.
+os.environ.setdefault("MEMGOV_TENANT_MAX_IN_FLIGHT", str(max(1, threads - 1)))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
