@@ -47,6 +47,7 @@ lint: $(STAMP)
 	SECRET_KEY=lint-only-secret $(BIN)/mypy .
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/check_import_cycles.py
+	$(BIN)/python scripts/check_private_access.py
 
 # Schemathesis against a live server with agent and reviewer keys (scripts/fuzz.py).
 fuzz: $(STAMP)

@@ -50,6 +50,20 @@ def _problem(status: str) -> dict[str, Any]:
     }
 
 
+def close_request_bodies(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: every request body refuses a member it does not
+    declare (``contract.serializers.StrictInput``, a 422), so its schema says
+    ``additionalProperties: false``, as the MCP tools' input schemas do."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            reference = (body or {}).get("schema", {}).get("$ref", "")
+            if reference.startswith("#/components/schemas/"):
+                schemas[reference.rsplit("/", 1)[-1]]["additionalProperties"] = False
+    return result
+
+
 def document_problems(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: add the Problem component and every operation's
     problem answers (writes can also conflict, be too large or not JSON; corrections need

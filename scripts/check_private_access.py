@@ -4,7 +4,7 @@ A name with one leading underscore is a library's own business: it changes in a 
 release without notice (psycopg's ``_prepare_cursor``, redis-py's ``connection._sock``,
 DRF's ``request._request``). First-party code may use underscored names it defines itself
 (an attribute assigned, or a function, class or module-level name defined, in the
-project's code outside tests, or in the test file itself) and dunders; any other
+project's code outside tests; tests and benchmarks may also use each other's) and dunders; any other
 ``something._name``, or ``from library import _name``, is reported.
 
     python scripts/check_private_access.py [paths…]   # default: the project's packages
@@ -86,17 +86,24 @@ def main(argv: list[str]) -> int:
     first_party = {p.name for p in packages} | {"memgov_client"}
     paths = [Path(a) for a in argv] or [*packages, ROOT / "manage.py", ROOT / "clients"]
     trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in python_files(paths)}
-    code = [p for p in packages if p.name not in {"tests", "bench", "scripts"}]
-    ours = own_names(
+    support = {"tests", "bench", "scripts"}
+    code = [p for p in packages if p.name not in support]
+    ours_in_code = own_names(
         ast.parse(path.read_text(encoding="utf-8"))
         for path in python_files([*code, ROOT / "clients"])
         if "tests" not in path.parts
     )
-    found = [
-        line
-        for path, tree in trees.items()
-        for line in reports(path, tree, ours | own_names([tree]), first_party)
-    ]
+    ours_anywhere = ours_in_code | own_names(
+        ast.parse(path.read_text(encoding="utf-8"))
+        for path in python_files([ROOT / name for name in support])
+    )
+    found = []
+    for path, tree in trees.items():
+        # Tests and benchmarks may use the helpers they define for each other.
+        inside = path.resolve().is_relative_to(ROOT)
+        supporting = inside and support.intersection(path.resolve().relative_to(ROOT).parts)
+        ours = ours_anywhere if supporting else ours_in_code | own_names([tree])
+        found += reports(path, tree, ours, first_party)
     for line in found:
         print(line)
     if found:
