@@ -82,7 +82,7 @@ def _run(tool: ToolSpec, principal: Principal, args: dict[str, Any]) -> Outcome:
 
 
 def _run_once(tool: ToolSpec, principal: Principal, args: dict[str, Any], key: str) -> Outcome:
-    """Idempotency-Key semantics (API.md): a retry with the same key and arguments gets the
+    """Idempotency-Key semantics (docs/api.md): a retry with the same key and arguments gets the
     first answer; the same key with other arguments is a 422."""
     try:
         record: IdempotencyRecord = idempotency.reserve(

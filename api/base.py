@@ -18,7 +18,7 @@ from memory import idempotency
 
 
 class MemgovAPIView(APIView):
-    # The query parameters a GET takes (API.md), and the families of them by prefix
+    # The query parameters a GET takes (docs/api.md), and the families of them by prefix
     # (``scope.<dim>``); any other parameter, and one given twice, is a 422.
     query_parameters: ClassVar[tuple[str, ...]] = ()
     query_prefixes: ClassVar[tuple[str, ...]] = ()

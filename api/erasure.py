@@ -1,4 +1,4 @@
-"""Export and erasure of a subject (API.md, Retention and erasure): thin over
+"""Export and erasure of a subject (docs/api.md, Retention and erasure): thin over
 ``memory.export`` and ``memory.erasure``."""
 
 from __future__ import annotations

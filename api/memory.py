@@ -1,4 +1,4 @@
-"""REST endpoints for sources, entities and memories (API.md). Thin: parse, call, represent."""
+"""REST endpoints for sources, entities and memories (docs/api.md). Thin: parse, call, represent."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from memory.representations import (
 )
 from memory.rules import DIMENSION_RE
 
-# Responses are documented as JSON objects; their members are listed in API.md.
+# Responses are documented as JSON objects; their members are listed in docs/api.md.
 
 
 def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:

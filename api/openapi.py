@@ -102,7 +102,7 @@ class EntityPageOut(_Base):
 
 
 class ImpactOut(_Base):
-    """What activation changes in one context, by id (API.md: checks listing)."""
+    """What activation changes in one context, by id (docs/api.md: checks listing)."""
 
     context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
         child=serializers.CharField()

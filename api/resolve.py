@@ -1,4 +1,4 @@
-"""Resolve, task records and policy (API.md, Resolve / Tasks / Policy)."""
+"""Resolve, task records and policy (docs/api.md, Resolve / Tasks / Policy)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review decisions over the API (API.md, Memories and Sources). Same services and
+"""Review decisions over the API (docs/api.md, Memories and Sources). Same services and
 ``access_*`` selectors as the dashboard."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The REST API under /api/v1/ (API.md): one view per operation, thin over services and
+"""The REST API under /api/v1/ (docs/api.md): one view per operation, thin over services and
 selectors."""
 
 from django.urls import path

@@ -1,4 +1,4 @@
-"""Webhook endpoints over the API (API.md, Webhooks): people with ``manage_webhooks``."""
+"""Webhook endpoints over the API (docs/api.md, Webhooks): people with ``manage_webhooks``."""
 
 from __future__ import annotations
 

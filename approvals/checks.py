@@ -1,4 +1,4 @@
-"""Scenario checks (DESIGN.md, Scenario checks), run through the resolver agents use.
+"""Scenario checks (docs/design.md, Scenario checks), run through the resolver agents use.
 
 Every scenario asks the real candidate query and the pure resolver a question with the
 version under check treated as active, and compares the answer with what must happen.
@@ -500,7 +500,7 @@ def _ask(
 def verification_when_active(version: MemoryVersion) -> str:
     """A preview runs before the approval that raises ``asserted``: it must rank the item
     as activation will, or the reviewer is shown a failure and no impact where the gate
-    will find a new winner (DESIGN.md: the reviewer sees the impact before approving)."""
+    will find a new winner (docs/design.md: the reviewer sees the impact before approving)."""
     if version.kind == MemoryKind.PREFERENCE or version.status not in (
         Status.PENDING_REVIEW,
         Status.HELD_UNRESOLVED,

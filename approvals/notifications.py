@@ -1,4 +1,4 @@
-"""Who is told what, by email, after commit (DESIGN.md, Notifications).
+"""Who is told what, by email, after commit (docs/design.md, Notifications).
 
 The rule, the same for every kind of email: **one email per event per person**. An event
 (a proposal recorded, a retirement, a revalidation job's failures, the daily reminder run)

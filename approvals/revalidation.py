@@ -1,4 +1,4 @@
-"""Revalidation (DESIGN.md, Revalidation): after a policy, model, prompt or tool change the
+"""Revalidation (docs/design.md, Revalidation): after a policy, model, prompt or tool change the
 checks of every active item run again; an item that now fails is suspended
 (``checks_failed``, reason ``revalidation``) or, when the tenant says ``flag``, only listed.
 

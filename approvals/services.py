@@ -1,7 +1,7 @@
 """Review decisions: approve, reject, retire, recheck, scenarios, link subject, revoke.
 
 Each locks the version it decides on, checks status and authority, and writes its audit
-event in one transaction. The proposer never counts; agents never decide (DESIGN.md)."""
+event in one transaction. The proposer never counts; agents never decide (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
 
 
 def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, Any]) -> Scenario:
-    """Written by the proposer or a reviewer of the item (DESIGN.md): a scenario can keep
+    """Written by the proposer or a reviewer of the item (docs/design.md): a scenario can keep
     an item out of use, so nobody else may add one."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)

@@ -1,4 +1,4 @@
-"""Liveness and readiness, at the site root (API.md, Health and schema)."""
+"""Liveness and readiness, at the site root (docs/api.md, Health and schema)."""
 
 from __future__ import annotations
 

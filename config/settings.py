@@ -1,4 +1,4 @@
-"""Settings, read from the environment (see API.md, Operator commands).
+"""Settings, read from the environment (see docs/api.md, Operator commands).
 
 Without DATABASE_URL and REDIS_URL this runs on a SQLite file, a local-memory cache and a
 filesystem broker under ``var/`` so that ``make run`` needs nothing but Python.
@@ -211,7 +211,7 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-# Request bodies over 256 KiB are refused with 413 (API.md, Conventions).
+# Request bodies over 256 KiB are refused with 413 (docs/api.md, Conventions).
 MAX_REQUEST_BODY_BYTES = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 
@@ -322,7 +322,7 @@ MEMGOV_IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MEMGOV_IDEMPOTENCY_LEASE_SECONDS = env_int("MEMGOV_IDEMPOTENCY_LEASE_SECONDS", 120)
 MEMGOV_RESOLVE_CACHE = env_bool("MEMGOV_RESOLVE_CACHE", default=True)
 
-# Webhooks (API.md, Webhooks): a failed delivery is retried after base·2^(n-1) seconds
+# Webhooks (docs/api.md, Webhooks): a failed delivery is retried after base·2^(n-1) seconds
 # until the window (24 hours) ends, then its endpoint is disabled. Tests shrink the base.
 MEMGOV_WEBHOOK_RETRY_BASE_SECONDS = float(env_str("MEMGOV_WEBHOOK_RETRY_BASE_SECONDS", "5"))
 MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = env_int("MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600)

@@ -50,7 +50,7 @@ def source_recorded(principal: Principal, data: Any) -> dict[str, Any]:
 
 
 def entity_matched(principal: Principal, data: Any) -> dict[str, Any]:
-    """``matched`` only when exactly one entity has that name or alias (API.md, Entities)."""
+    """``matched`` only when exactly one entity has that name or alias (docs/api.md, Entities)."""
     valid = validated(MatchInput, data)
     matches = selectors.entity_match(
         principal=principal, name=valid["name"], kind=valid.get("kind") or None

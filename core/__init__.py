@@ -1,1 +1,1 @@
-"""The bottom layer: what every other layer may rely on (DESIGN.md, Layout)."""
+"""The bottom layer: what every other layer may rely on (docs/design.md, Layout)."""

@@ -4,7 +4,7 @@ Guardian object permissions live on the ``Tenant`` and on ``ScopeValue`` rows, g
 a user directly or to a group the user belongs to. A person has authority over an item
 when they hold the permission on the tenant, or on at least one ``ScopeValue`` named in
 the item's scope; a tenant-wide enterprise rule also needs ``approve_tenant_wide_rule``
-on the tenant; the proposer never counts; an inactive user holds nothing (DESIGN.md,
+on the tenant; the proposer never counts; an inactive user holds nothing (docs/design.md,
 Permissions). A person's grants are loaded once (two queries) into an ``Authority``, and
 ``reviewers_for`` answers for many versions at once, so lists and digests cost a fixed
 number of queries, not one per row."""

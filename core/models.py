@@ -47,7 +47,7 @@ class Tenant(models.Model):
     approvals_required = models.PositiveSmallIntegerField(
         default=2, help_text="Distinct approvals an enterprise rule needs."
     )
-    # Retention (DESIGN.md, Retention and erasure): empty keeps forever.
+    # Retention (docs/design.md, Retention and erasure): empty keeps forever.
     source_content_days = models.PositiveIntegerField(
         null=True, blank=True, help_text="Purge source content this many days after receipt."
     )
@@ -227,7 +227,7 @@ class IdempotencyRecord(models.Model):
 
 class Outbox(models.Model):
     """A side effect recorded in the transaction of the write that causes it, dispatched
-    after commit; the sweeper re-dispatches rows a broker outage left behind (DESIGN.md,
+    after commit; the sweeper re-dispatches rows a broker outage left behind (docs/design.md,
     Side effects after commit). ``kind`` names a handler in ``core.outbox``."""
 
     kind = models.CharField(max_length=64)

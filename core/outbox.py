@@ -1,4 +1,4 @@
-"""The transactional outbox (DESIGN.md, Side effects after commit; CONVENTIONS.md rule 8).
+"""The transactional outbox (docs/design.md, Side effects after commit; docs/conventions.md rule 8).
 
 A write records ``Outbox(kind, payload)`` in its own transaction; after commit the row is
 dispatched to the Celery task its kind names. A broker outage at commit leaves the row

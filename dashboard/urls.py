@@ -1,4 +1,4 @@
-"""The reviewer dashboard at the site root (API.md, Dashboard)."""
+"""The reviewer dashboard at the site root (docs/api.md, Dashboard)."""
 
 from django.urls import path
 

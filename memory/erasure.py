@@ -1,4 +1,4 @@
-"""Erasure of a subject (DESIGN.md, Retention and erasure; API.md, Retention and erasure).
+"""Erasure of a subject (docs/design.md, Retention and erasure; docs/api.md, Retention and erasure).
 
 ``erasure_start`` runs in the request: in one transaction it retires every item about
 the subject (``lifecycle.end_use_of_subject``, ``end_use`` for all lineages at once: one

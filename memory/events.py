@@ -1,4 +1,4 @@
-"""Events for the tenant's webhook endpoints (DESIGN.md, Webhooks and agent interfaces).
+"""Events for the tenant's webhook endpoints (docs/design.md, Webhooks and agent interfaces).
 
 A service announces an event with one call, ``event_emit``, inside its own transaction: the
 event becomes an outbox row (core.outbox), so it is sent only if the change commits, and

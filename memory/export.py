@@ -1,4 +1,4 @@
-"""Everything held about a subject as one JSON document (API.md, Retention and erasure).
+"""Everything held about a subject as one JSON document (docs/api.md, Retention and erasure).
 
 The document is produced as a stream of byte chunks: each section is a query read with
 ``.iterator(chunk_size=…)`` and written one row at a time, so a subject with tens of

@@ -362,7 +362,7 @@ class RetrievalUse(models.Model):
 
 
 class Erasure(models.Model):
-    """One erasure of a subject (DESIGN.md, Retention and erasure): its progress, counts
+    """One erasure of a subject (docs/design.md, Retention and erasure): its progress, counts
     and kept sources live here, each batch updating them in the transaction of its change,
     so a worker killed at any point resumes without counting anything twice."""
 

@@ -1,4 +1,4 @@
-"""People and their keys over time: deactivation, labels, key rotation (DESIGN.md,
+"""People and their keys over time: deactivation, labels, key rotation (docs/design.md,
 Permissions). Each is one audited transaction; authentication reads the result on the
 very next request (``memory.keys``), so nothing here needs a cache invalidated."""
 

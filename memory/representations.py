@@ -1,4 +1,4 @@
-"""How sources, entities and memory versions are represented in answers (API.md): the
+"""How sources, entities and memory versions are represented in answers (docs/api.md): the
 REST API, the MCP tools, the dashboard and the export write them the same way."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retention (DESIGN.md, Retention and erasure): each tenant keeps source content, retrieval
+"""Retention (docs/design.md, Retention and erasure): each tenant keeps source content, retrieval
 records and the values of versions out of use only as long as its settings say.
 
 ``retention_run`` is the daily beat task's service. Per tenant with a setting it purges in

@@ -1,4 +1,4 @@
-"""The proposal rules of API.md (Memories): each broken rule names its field.
+"""The proposal rules of docs/api.md (Memories): each broken rule names its field.
 
 Shape (types) is checked by the API serializer; these are the rules that need the tenant's
 data (owner, sources, subject) or span fields. All are checked before anything is written.
@@ -25,7 +25,7 @@ from memory.models import Entity, MemoryVersion, Source, Verification
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 TENANT_WIDE = authority.TENANT_WIDE
-# A preference follows its person, at most narrowed to one task (DESIGN.md, Memory classes).
+# A preference follows its person, at most narrowed to one task (docs/design.md, Memory classes).
 PREFERENCE_DIMENSIONS = frozenset({"task"})
 MAX_VALUE_BYTES = 8 * 1024
 EVIDENCE_KINDS = {Source.Kind.BUSINESS_RECORD, Source.Kind.APPROVAL_RECORD}

@@ -34,7 +34,7 @@ def access_source(principal: Principal, source_id: str) -> Source:
 
 def require_subject(tenant: Tenant, subject_id: str) -> None:
     """A resolve on a subject this tenant does not have is a 404 like any other id: an
-    agent with a wrong id must not be told "no facts" (API.md, Resolve)."""
+    agent with a wrong id must not be told "no facts" (docs/api.md, Resolve)."""
     erased = Entity.objects.filter(tenant=tenant, pk=subject_id).values_list("erased_at", flat=True)
     if not erased:
         raise NotFound(f"No entity {subject_id}.")
@@ -141,7 +141,7 @@ def memory_heads(principal: Principal, filters: MemoryFilters) -> QuerySet[Memor
     return versions_with_details(heads)
 
 
-# How a mention matched, strongest first: ``matched_on`` in API.md's match answer.
+# How a mention matched, strongest first: ``matched_on`` in docs/api.md's match answer.
 MATCH_KINDS: tuple[str, ...] = ("name", "alias", "name_token", "alias_token", "alias_prefix")
 MATCH_LIMIT = 50  # candidates shown; more than one is ambiguous however many there are
 MATCH_SCAN = 1000  # rows read per table to find them

@@ -1,4 +1,4 @@
-"""Recording sources: what was actually said or recorded (DESIGN.md, the three layers)."""
+"""Recording sources: what was actually said or recorded (docs/design.md, the three layers)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Delivering events: fan an event out to the endpoints subscribed to it, post each
 delivery signed, retry with exponential backoff for the retry window (24 hours), then
-disable the endpoint (DESIGN.md, Webhooks and agent interfaces).
+disable the endpoint (docs/design.md, Webhooks and agent interfaces).
 
 No network call happens inside a transaction: an attempt is claimed by a conditional
 update, made, then recorded. Retries are scheduled, never slept: a short wait is a Celery

@@ -1,4 +1,4 @@
-"""Managing a tenant's webhook endpoints (API.md, Webhooks): people holding
+"""Managing a tenant's webhook endpoints (docs/api.md, Webhooks): people holding
 ``manage_webhooks`` create, list, delete them and rotate their secrets; every change is
 audited (the URL only as a digest and its host: a URL may carry a token)."""
 

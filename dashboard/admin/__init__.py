@@ -1,4 +1,4 @@
-"""The Django admin (API.md, Dashboard): read-mostly, every change through a service."""
+"""The Django admin (docs/api.md, Dashboard): read-mostly, every change through a service."""
 
 import dashboard.admin.approvals
 import dashboard.admin.audit

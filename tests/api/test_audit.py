@@ -1,6 +1,6 @@
 """The audit trail: every write appends a chained event in its own transaction, the chain
 finds the first tampered row, PostgreSQL refuses to change it, only ``view_audit`` reads it,
-and it holds digests of what people said, never the words (DESIGN.md, Audit)."""
+and it holds digests of what people said, never the words (docs/design.md, Audit)."""
 
 from __future__ import annotations
 

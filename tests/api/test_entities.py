@@ -1,5 +1,5 @@
 """Entities have stable ids; names and aliases are attributes with evidence, never
-identifiers. An ambiguous mention is never merged (DESIGN.md, seed 002)."""
+identifiers. An ambiguous mention is never merged (docs/design.md, The three layers)."""
 
 from __future__ import annotations
 

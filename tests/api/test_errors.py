@@ -1,5 +1,5 @@
 """Errors are ``application/problem+json`` with type, title, status and detail, with the
-status API.md names, never a 500 for bad input, and a refused request writes nothing."""
+status docs/api.md names, never a 500 for bad input, and a refused request writes nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``Idempotency-Key`` on POST: an agent that retries after a timeout gets the first answer
-instead of recording the same evidence or proposal twice (API.md, Conventions)."""
+instead of recording the same evidence or proposal twice (docs/api.md, Conventions)."""
 
 from __future__ import annotations
 

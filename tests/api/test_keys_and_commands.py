@@ -1,5 +1,5 @@
 """API keys are shown once and never stored or logged in clear; the operator commands of
-API.md create tenants, people with scoped authority and keys that work."""
+docs/api.md create tenants, people with scoped authority and keys that work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /memories: every proposal rule of API.md is a 422 naming its field, and nothing is
+"""POST /memories: every proposal rule of docs/api.md is a 422 naming its field, and nothing is
 written; a valid proposal starts in the status its class requires (seed 001: a single
 correction must not silently become long-term memory)."""
 
@@ -299,7 +299,7 @@ REFUSED: list[tuple[str, Case, str]] = [
 ]
 
 
-# Each rule of API.md, with the cases that break it (ids from REFUSED above).
+# Each rule of docs/api.md, with the cases that break it (ids from REFUSED above).
 RULES = {
     "scope_dimensions_match_the_pattern": [
         "dimension_with_capital", "dimension_starting_with_digit",
@@ -531,7 +531,7 @@ def test_with_eager_celery_and_a_real_commit_the_201_already_shows_it_active(wor
     """What really happens with ``task_always_eager`` (tests, and any deployment without a
     worker queue): the gate runs in ``on_commit`` when the proposal's transaction commits,
     which is before the view reads the head back, so the 201 says ``active``. With a
-    worker the same 201 says ``checking``, as API.md describes."""
+    worker the same 201 says ``checking``, as docs/api.md describes."""
     agent = world.client("agent")
     dana = create_entity(agent, "Dana Kim")
     chat = record_source(agent, "message", "I normally want deliveries at home.")

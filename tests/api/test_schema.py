@@ -1,5 +1,5 @@
 """Liveness, readiness and the OpenAPI description: what an operator's probes and an
-integrator's code generator rely on (API.md, Health and schema)."""
+integrator's code generator rely on (docs/api.md, Health and schema)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from config import health
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
 
-# Every operation of API.md, with its path parameters written as {}.
+# Every operation of docs/api.md, with its path parameters written as {}.
 CONTRACT = [
     ("post", "/api/v1/sources"),
     ("get", "/api/v1/sources/{}"),

@@ -1,5 +1,5 @@
 """Tenants never see each other: every endpoint that takes an id answers 404 for another
-tenant's object, exactly as for an absent one, and writes nothing (DESIGN.md, Visibility).
+tenant's object, exactly as for an absent one, and writes nothing (docs/design.md, Visibility).
 The same call by the object's own tenant finds it."""
 
 from __future__ import annotations

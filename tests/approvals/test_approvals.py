@@ -1,4 +1,4 @@
-"""Admission (DESIGN.md, Memory classes and Lifecycle): an enterprise rule needs N
+"""Admission (docs/design.md, Memory classes and Lifecycle): an enterprise rule needs N
 distinct approvals (the tenant's setting, 2 here), none of them the proposer's; an
 approval never carries over to changed content; named reviewers must all decide; a
 tenant-wide rule needs the tenant-wide permission. Then the gate checks activate it."""

@@ -1,4 +1,4 @@
-"""Who may decide what (API.md, Memories and Sources; DESIGN.md, Permissions).
+"""Who may decide what (docs/api.md, Memories and Sources; docs/design.md, Permissions).
 
 One table per action, one row per item, one column per persona; every cell is a test.
 The items (seed 001):
@@ -54,7 +54,7 @@ RETIRE = """
     rule@tenant         403    200    200   403   403   403   404
 """
 REVOKE = RETIRE  # the source's memories are retired: retire_memory over each of them
-# POST /memories/{id}/scenarios: "written by the proposer or a reviewer" (DESIGN.md).
+# POST /memories/{id}/scenarios: "written by the proposer or a reviewer" (docs/design.md).
 SCENARIOS = """
     task_fact@P-9       403    201    201   201   403   403   404
     task_fact@P-10      403    201    201   403   403   403   404

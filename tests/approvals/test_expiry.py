@@ -1,4 +1,4 @@
-"""Expiry (DESIGN.md, Two times): ``expires_at`` is a governance limit. From that
+"""Expiry (docs/design.md, Two times): ``expires_at`` is a governance limit. From that
 instant the item is not used, whether or not the periodic task has marked it yet; the
 task records it as ``expired`` and flags the tasks that were told about it."""
 

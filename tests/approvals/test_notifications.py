@@ -1,4 +1,4 @@
-"""Who is told what by email, after commit (DESIGN.md, Notifications): reviewers with
+"""Who is told what by email, after commit (docs/design.md, Notifications): reviewers with
 authority over the item's scope get new pending items — never the proposer, never a
 reviewer of another project — batched into a digest when many wait; each (event,
 recipient) is mailed once, however often the task is delivered."""

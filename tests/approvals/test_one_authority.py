@@ -1,4 +1,4 @@
-"""One authority rule (DESIGN.md, Permissions), asked by the API, the dashboard queue and
+"""One authority rule (docs/design.md, Permissions), asked by the API, the dashboard queue and
 the emails alike: a person may decide an item when they hold the kind's review
 permission on the tenant or on a scope value the item names, directly or through a
 group; a tenant-wide rule also needs ``approve_tenant_wide_rule``; other permissions on

@@ -1,4 +1,4 @@
-"""Deactivated people lose every power on their next request (DESIGN.md, Permissions):
+"""Deactivated people lose every power on their next request (docs/design.md, Permissions):
 their personal key and their dashboard session are refused, they never count as a
 reviewer and get no email; reactivation gives it all back. Keys expire, rotate, and a
 personal key carries its person's current labels."""

@@ -1,4 +1,4 @@
-"""Retirement and source revocation (DESIGN.md, Lifecycle; seed 001, "When a rule is
+"""Retirement and source revocation (docs/design.md, Lifecycle; seed 001, "When a rule is
 retired"): use ends before the call returns, caches included; tasks that were told
 about the item must re-verify unless the caller says ``continue``; history is kept."""
 

@@ -1,4 +1,4 @@
-"""Re-validation (DESIGN.md, Resolver and policy; seed 001: when the model, prompt,
+"""Re-validation (docs/design.md, Resolver and policy; seed 001: when the model, prompt,
 retrieval or tools change, important rules must be re-validated). Publishing a policy or
 declaring a change re-runs the checks of every active item and flags those that fail."""
 

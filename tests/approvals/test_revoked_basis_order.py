@@ -1,6 +1,6 @@
 """The revoked-basis scenario does not depend on activation order (issue 33, point 5).
 
-DESIGN.md: the item's basis revoked → the item must not be selected and the field falls
+docs/design.md: the item's basis revoked → the item must not be selected and the field falls
 back to what resolved before. Revoking a finance memo retires every item citing it
 (source_revoke), so the fallback is what resolves without this version *and* without the
 other items the same revocation withdraws. Two rules on one memo, approved together, then

@@ -1,4 +1,4 @@
-"""Scenario checks before activation (DESIGN.md, Scenario checks; seed 001: test the
+"""Scenario checks before activation (docs/design.md, Scenario checks; seed 001: test the
 cases where the memory must be used, the similar-looking ones where it must not, and the
 ones where its basis was revoked). All must pass; a failure keeps the item out of use."""
 

@@ -1,6 +1,6 @@
 """Invalidation under real concurrency: gunicorn with 2 workers, readers in several
 threads resolving over HTTP without pause, and a change made by another client. Once the
-change has returned, no read may return what it ended (API.md: "When it returns, no
+change has returned, no read may return what it ended (docs/api.md: "When it returns, no
 resolve returns the item")."""
 
 from __future__ import annotations

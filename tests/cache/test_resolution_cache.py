@@ -1,5 +1,5 @@
 """The resolution cache in one process, against a real Redis: what is cached, under which
-key, and every change that must make a cached answer unreadable (DESIGN.md, Cache)."""
+key, and every change that must make a cached answer unreadable (docs/design.md, Cache)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def finance_desk(world, django_capture_on_commit_callbacks) -> tuple[str, ApiKey
 def test_labels_saved_on_a_key_apply_to_its_next_request(
     private_redis, world, finance_desk, django_capture_on_commit_callbacks
 ):
-    """Past access grants nothing (DESIGN.md, Visibility): the next request reads the
+    """Past access grants nothing (docs/design.md, Visibility): the next request reads the
     key's current labels, and its cached answer is looked up under them."""
     subject, row = finance_desk
     agent = world.client("agent")

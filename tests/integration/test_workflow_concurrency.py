@@ -1,4 +1,4 @@
-"""Twenty people decide on one version at once (DESIGN.md, Lifecycle: transitions are
+"""Twenty people decide on one version at once (docs/design.md, Lifecycle: transitions are
 conditional updates on the locked row, each audited in the same transaction; no lost
 update, no double activation). Real PostgreSQL, real threads, real commits: the gate
 checks run after commit in the approving thread (Celery eager)."""
@@ -31,7 +31,7 @@ from tests.conftest import World, needs
 
 pytestmark = [needs("postgres"), pytest.mark.django_db(transaction=True)]
 
-# Every transition the lifecycle diagram allows (DESIGN.md), as (from, to).
+# Every transition the lifecycle diagram allows (docs/design.md), as (from, to).
 LEGAL = {
     ("held_unresolved", "pending_review"),
     ("held_unresolved", "checking"),

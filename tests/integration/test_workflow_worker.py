@@ -1,9 +1,9 @@
-"""The workflow with real components (CONVENTIONS.md, 13): PostgreSQL, the Redis broker
+"""The workflow with real components (docs/conventions.md, 13): PostgreSQL, the Redis broker
 of the settings, and Celery workers — one embedded in this process, and one started as
 ``celery -A config worker`` and killed with SIGKILL in the middle of a gate run.
 
 Tasks are acknowledged late and idempotent; a version whose gate run was lost stays in
-``checking`` until the sweeper re-enqueues it (DESIGN.md, Scenario checks)."""
+``checking`` until the sweeper re-enqueues it (docs/design.md, Scenario checks)."""
 
 from __future__ import annotations
 

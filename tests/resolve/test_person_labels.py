@@ -1,4 +1,4 @@
-"""A personal key carries its person's current labels (DESIGN.md, Visibility): a label
+"""A personal key carries its person's current labels (docs/design.md, Visibility): a label
 granted or withdrawn on the membership applies to the very next resolve by that
 person's key, whatever labels the key was created with."""
 

@@ -138,7 +138,7 @@ def strength(c: Candidate, policy: Policy) -> tuple[Any, ...]:
         "verification": -policy.verification_rank.index(c.verification),
         "valid_from": (0,) if c.valid_from is None else (1, c.valid_from),
     }
-    # DESIGN.md: reviewed before unreviewed, whatever the policy says; then the policy.
+    # docs/design.md: reviewed before unreviewed, whatever the policy says; then the policy.
     reviewed = c.kind in ("task_fact", "enterprise_rule")
     return (reviewed, *[parts[name] for name in policy.order])
 

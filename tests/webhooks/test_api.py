@@ -1,4 +1,4 @@
-"""Managing webhook endpoints (API.md, Webhooks): only people holding manage_webhooks; the
+"""Managing webhook endpoints (docs/api.md, Webhooks): only people holding manage_webhooks; the
 secret is shown once; private addresses are refused; every change is audited."""
 
 from __future__ import annotations

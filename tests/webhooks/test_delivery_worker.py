@@ -1,6 +1,6 @@
 """Deliveries end to end with real components: PostgreSQL, the Redis broker, a Celery
 worker, and a receiver started by the test that verifies every signature with the client
-package (DESIGN.md, Webhooks and agent interfaces; issue 13)."""
+package (docs/design.md, Webhooks and agent interfaces; issue 13)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``python manage.py mcp``: the MCP server over stdio, for a client that starts it as a
-subprocess (API.md, MCP). The key comes from ``MEMGOV_API_KEY``; stdout carries only the
-protocol (logs go to stderr)."""
+subprocess (docs/api.md, MCP and the Python client). The key comes from
+``MEMGOV_API_KEY``; stdout carries only the protocol (logs go to stderr)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed Python client for Memgov, the governed memory for AI agents (API.md).
+"""Typed Python client for Memgov, the governed memory for AI agents (docs/api.md).
 
 ``Memgov`` (sync) and ``AsyncMemgov`` (asyncio) on httpx; every problem answer raises a
 ``MemgovError`` subclass; ``verify_webhook`` checks a delivery's Standard Webhooks signature.

@@ -95,7 +95,7 @@ class AsyncMemgov:
     async def set_source_visibility(
         self, source_id: str, *, visibility: list[str], reason: str
     ) -> t.Source:
-        """Change who may see a source and everything built on it (API.md; newer servers)."""
+        """Change who may see a source and everything built on it (docs/api.md; newer servers)."""
         return await self._send(_ops.set_source_visibility(source_id, visibility, reason))
 
     # --- Entities ----------------------------------------------------------------------
@@ -140,11 +140,11 @@ class AsyncMemgov:
                 return
 
     async def export_entity(self, entity_id: str) -> t.ExportDocument:
-        """Everything held about an entity (API.md, Retention and erasure; newer servers)."""
+        """Everything held about an entity (docs/api.md, Retention and erasure; newer servers)."""
         return await self._send(_ops.export_entity(entity_id))
 
     async def erase_entity(self, entity_id: str, *, reason: str) -> t.ErasureStarted:
-        """Start erasing a subject (API.md, Retention and erasure; newer servers)."""
+        """Start erasing a subject (docs/api.md, Retention and erasure; newer servers)."""
         return await self._send(_ops.erase_entity(entity_id, reason))
 
     async def get_erasure(self, erasure_id: str) -> t.Erasure:
@@ -350,7 +350,7 @@ class AsyncMemgov:
     async def verify_audit(self) -> t.AuditVerification:
         return await self._send(_ops.verify_audit())
 
-    # --- Webhooks (API.md; newer servers) ----------------------------------------------
+    # --- Webhooks (docs/api.md; newer servers) ----------------------------------------------
 
     async def create_webhook(
         self, *, url: str, events: list[t.WebhookEvent] | list[str], description: str = ""

@@ -1,4 +1,4 @@
-"""``Memgov``: the synchronous client. One method per API operation (API.md).
+"""``Memgov``: the synchronous client. One method per API operation (docs/api.md).
 
 Every method returns the server's JSON typed as in ``memgov_client.types`` or raises a
 ``memgov_client.errors.MemgovError`` subclass."""
@@ -95,7 +95,7 @@ class Memgov:
     def set_source_visibility(
         self, source_id: str, *, visibility: list[str], reason: str
     ) -> t.Source:
-        """Change who may see a source and everything built on it (API.md; newer servers)."""
+        """Change who may see a source and everything built on it (docs/api.md; newer servers)."""
         return self._send(_ops.set_source_visibility(source_id, visibility, reason))
 
     # --- Entities ----------------------------------------------------------------------
@@ -139,11 +139,11 @@ class Memgov:
                 return
 
     def export_entity(self, entity_id: str) -> t.ExportDocument:
-        """Everything held about an entity (API.md, Retention and erasure; newer servers)."""
+        """Everything held about an entity (docs/api.md, Retention and erasure; newer servers)."""
         return self._send(_ops.export_entity(entity_id))
 
     def erase_entity(self, entity_id: str, *, reason: str) -> t.ErasureStarted:
-        """Start erasing a subject (API.md, Retention and erasure; newer servers)."""
+        """Start erasing a subject (docs/api.md, Retention and erasure; newer servers)."""
         return self._send(_ops.erase_entity(entity_id, reason))
 
     def get_erasure(self, erasure_id: str) -> t.Erasure:
@@ -345,7 +345,7 @@ class Memgov:
     def verify_audit(self) -> t.AuditVerification:
         return self._send(_ops.verify_audit())
 
-    # --- Webhooks (API.md; newer servers) ----------------------------------------------
+    # --- Webhooks (docs/api.md; newer servers) ----------------------------------------------
 
     def create_webhook(
         self, *, url: str, events: list[t.WebhookEvent] | list[str], description: str = ""

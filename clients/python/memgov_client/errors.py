@@ -1,4 +1,4 @@
-"""Every problem answer (RFC 9457, API.md Conventions) as a typed exception.
+"""Every problem answer (RFC 9457, docs/api.md Conventions) as a typed exception.
 
 Callers catch what they can act on: ``StaleVersion`` (re-read, then correct again),
 ``Throttled`` (wait ``retry_after``), ``Invalid`` (fix the fields in ``errors``)."""

@@ -1,4 +1,4 @@
-"""The API's representations (API.md) as TypedDicts: answers stay plain JSON dicts, so a
+"""The API's representations (docs/api.md) as TypedDicts: answers stay plain JSON dicts, so a
 field the server adds later never breaks a caller, and mypy still checks every key read.
 
 Members the contract lists are required; members the server adds beyond it are
@@ -97,7 +97,7 @@ class EntityMatch(TypedDict):
 
 
 class ExportDocument(TypedDict):
-    """``GET /entities/{id}/export`` (API.md, Retention and erasure)."""
+    """``GET /entities/{id}/export`` (docs/api.md, Retention and erasure)."""
 
     entity: Entity
     aliases: NotRequired[list[Any]]
