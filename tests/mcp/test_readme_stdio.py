@@ -15,6 +15,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memory import entities
+from tests.api.support import preference_body
 from tests.conftest import World, needs
 from tests.mcp.conftest import ROOT, Live
 from tests.mcp.support import TOOL_NAMES, answer
@@ -77,20 +78,7 @@ def test_the_readme_stdio_config_starts_a_server_that_sees_a_retirement(live, wo
                 )
             )
             proposed = answer(
-                await agent.call_tool(
-                    "propose_memory",
-                    {
-                        "kind": "preference",
-                        "subject": dana,
-                        "field": "delivery_address",
-                        "value": "12 Elm Street",
-                        "statement": "Dana wants deliveries at home.",
-                        "scope": {},
-                        "owner": "rita",
-                        "expires_at": None,
-                        "sources": [said["id"]],
-                    },
-                )
+                await agent.call_tool("propose_memory", preference_body(dana, said["id"]))
             )
             with anyio.fail_after(PATIENCE):  # the worker runs the checks
                 while not answer(await agent.call_tool("resolve", ask))["facts"]:
