@@ -10,11 +10,14 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any
 
-from django.db.models import Q
+from django.contrib.auth import get_user_model
+from django.db import DEFAULT_DB_ALIAS, connection
+from django.db.models import Model, Q
 from django.utils import timezone
 
-from core.models import ApiKey
+from core.models import ApiKey, Membership, Tenant
 
 KEY_PREFIX = "mg"
 # A key's use is recorded at most this often, so authentication is not a write per request.
@@ -38,18 +41,74 @@ def api_key_for_raw(raw: str) -> ApiKey | None:
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
-    key = (
-        ApiKey.objects.select_related("tenant", "user", "user__membership")
-        .filter(prefix=parts[1], revoked_at__isnull=True)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-        .first()
-    )
+    key = _live_key(parts[1])
     if key is None or not hmac.compare_digest(key.key_hash, hash_key(raw)):
         return None
     if key.user is not None and not key.user.is_active:
         return None
     touch(key)
     return key
+
+
+class _KeyRead:
+    """The key, its tenant, person and membership in one statement of fixed text, loaded
+    with ``Model.from_db`` as the ORM loads rows. Every request runs it: the ORM took
+    1.3 ms of Python to build the same query with ``select_related`` each time, four times
+    the statement's own round trip."""
+
+    def __init__(self) -> None:
+        self.models: list[type[Model]] = [ApiKey, Tenant, get_user_model(), Membership]
+        self.fields = [list(model._meta.concrete_fields) for model in self.models]
+        tables = [model._meta.db_table for model in self.models]
+        columns = ", ".join(
+            f"{alias}.{connection.ops.quote_name(str(field.column))}"
+            for alias, fields in zip("ktum", self.fields, strict=True)
+            for field in fields
+        )
+        self.sql = (
+            f"SELECT {columns} FROM {tables[0]} k"  # noqa: S608 - names from the models
+            f" JOIN {tables[1]} t ON t.id = k.tenant_id"
+            f" LEFT JOIN {tables[2]} u ON u.id = k.user_id"
+            f" LEFT JOIN {tables[3]} m ON m.user_id = u.id"
+            " WHERE k.prefix = %s AND k.revoked_at IS NULL"
+            " AND (k.expires_at IS NULL OR k.expires_at > %s)"
+        )
+
+    def instances(self, row: tuple[Any, ...]) -> list[Any]:
+        """One instance a model, or None for a missing person or membership."""
+        found: list[Any] = []
+        start = 0
+        for model, fields in zip(self.models, self.fields, strict=True):
+            values = list(row[start : start + len(fields)])
+            start += len(fields)
+            if values[0] is None:  # the primary key: no such row joined
+                found.append(None)
+                continue
+            for at, field in enumerate(fields):
+                if hasattr(field, "from_db_value"):  # JSON arrives as text
+                    values[at] = field.from_db_value(values[at], None, connection)
+            found.append(model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in fields], values))
+        return found
+
+
+_read: _KeyRead | None = None
+
+
+def _live_key(prefix: str) -> ApiKey | None:
+    global _read
+    if _read is None:
+        _read = _KeyRead()
+    with connection.cursor() as cursor:
+        cursor.execute(_read.sql, [prefix, timezone.now()])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    key, tenant, user, membership = _read.instances(row)
+    key.tenant = tenant
+    key.user = user
+    if user is not None and membership is not None:
+        user.membership = membership
+    return key  # type: ignore[no-any-return]
 
 
 def touch(key: ApiKey) -> None:
