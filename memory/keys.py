@@ -75,7 +75,9 @@ class _KeyRead:
         )
 
     def instances(self, row: tuple[Any, ...]) -> list[Any]:
-        """One instance a model, or None for a missing person or membership."""
+        """One instance a model, or None for a missing person or membership. Values pass
+        through the backend's and the field's converters, as the ORM's compiler applies
+        them (JSON arrives as text; SQLite's datetimes as strings)."""
         found: list[Any] = []
         start = 0
         for model, fields in zip(self.models, self.fields, strict=True):
@@ -85,8 +87,12 @@ class _KeyRead:
                 found.append(None)
                 continue
             for at, field in enumerate(fields):
-                if hasattr(field, "from_db_value"):  # JSON arrives as text
-                    values[at] = field.from_db_value(values[at], None, connection)
+                column = field.get_col(model._meta.db_table)
+                for convert in [
+                    *connection.ops.get_db_converters(column),
+                    *column.get_db_converters(connection),
+                ]:
+                    values[at] = convert(values[at], column, connection)
             found.append(model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in fields], values))
         return found
 
