@@ -26,7 +26,8 @@ app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_default_queue=DEFAULT_QUEUE,
-    task_queues=[Queue(name) for name in QUEUES],
+    # Each queue bound by its own name, not both by the default key "celery".
+    task_queues=[Queue(name, routing_key=name) for name in QUEUES],
     task_routes={"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}},
 )
 app.autodiscover_tasks()

@@ -8,9 +8,12 @@ import shlex
 from typing import Any
 
 import pytest
+from django.conf import settings
+from redis import Redis
 
 from config.celery import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
 from config.celery import app as celery_app
+from tests.conftest import needs
 from tests.deploy.kustomize_lite import build
 from tests.deploy.support import DEPLOY, consumed_queues, is_celery_worker, load_yaml, procfile
 
@@ -76,3 +79,27 @@ def test_webhook_tasks_go_to_their_queue_and_the_workflow_to_the_default(task: s
 def test_a_worker_started_without_a_queue_list_consumes_every_queue():
     """``make run``'s habits, tests and an operator's older command line keep working."""
     assert {queue.name for queue in celery_app.amqp.queues.consume_from.values()} >= set(QUEUES)
+
+
+@needs("redis")
+@pytest.mark.parametrize(
+    ("task", "queue"),
+    [("webhooks.tasks.deliver", WEBHOOK_QUEUE), ("approvals.tasks.run_gate_checks", DEFAULT_QUEUE)],
+)
+def test_a_task_sent_to_the_broker_lands_in_its_own_queue_only(task: str, queue: str):
+    """With every queue declared as the workers declare them, a task reaches its own queue
+    and no other: the workflow's worker never takes a delivery."""
+    broker = Redis.from_url(str(settings.CELERY_BROKER_URL))
+    broker.delete(*QUEUES)
+    with celery_app.connection_for_write() as connection:  # as a worker of each queue does
+        for declared in celery_app.amqp.queues.values():
+            declared(connection.default_channel).declare()
+    try:
+        celery_app.send_task(task, args=["never-run"])
+
+        assert {name: broker.llen(name) for name in QUEUES} == {
+            name: int(name == queue) for name in QUEUES
+        }
+    finally:
+        broker.delete(*QUEUES)
+        broker.close()
