@@ -59,7 +59,18 @@ class _KeyRead:
     def __init__(self) -> None:
         self.models: list[type[Model]] = [ApiKey, Tenant, get_user_model(), Membership]
         self.fields = [list(model._meta.concrete_fields) for model in self.models]
+        self.attnames = [[field.attname for field in fields] for fields in self.fields]
         tables = [model._meta.db_table for model in self.models]
+        # Per column, the converters the ORM's compiler would apply to it, worked out once.
+        self.converters: list[tuple[Any, list[Any]]] = []
+        for table, fields in zip(tables, self.fields, strict=True):
+            for field in fields:
+                column = field.get_col(table)
+                converters = [
+                    *connection.ops.get_db_converters(column),
+                    *column.get_db_converters(connection),
+                ]
+                self.converters.append((column, converters))
         columns = ", ".join(
             f"{alias}.{connection.ops.quote_name(str(field.column))}"
             for alias, fields in zip("ktum", self.fields, strict=True)
@@ -78,22 +89,17 @@ class _KeyRead:
         """One instance a model, or None for a missing person or membership. Values pass
         through the backend's and the field's converters, as the ORM's compiler applies
         them (JSON arrives as text; SQLite's datetimes as strings)."""
+        values = list(row)
+        for at, (column, converters) in enumerate(self.converters):
+            for convert in converters:
+                values[at] = convert(values[at], column, connection)
         found: list[Any] = []
         start = 0
-        for model, fields in zip(self.models, self.fields, strict=True):
-            values = list(row[start : start + len(fields)])
-            start += len(fields)
-            if values[0] is None:  # the primary key: no such row joined
-                found.append(None)
-                continue
-            for at, field in enumerate(fields):
-                column = field.get_col(model._meta.db_table)
-                for convert in [
-                    *connection.ops.get_db_converters(column),
-                    *column.get_db_converters(connection),
-                ]:
-                    values[at] = convert(values[at], column, connection)
-            found.append(model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in fields], values))
+        for model, attnames in zip(self.models, self.attnames, strict=True):
+            own = values[start : start + len(attnames)]
+            start += len(attnames)
+            # The primary key is None when no such row was joined (no person, no membership).
+            found.append(None if own[0] is None else model.from_db(DEFAULT_DB_ALIAS, attnames, own))
         return found
 
 
