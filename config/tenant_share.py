@@ -52,8 +52,10 @@ class TenantShareMiddleware:
         self._lock = threading.Lock()  # the process's request threads share the count
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if self.max_in_flight <= 0:
+            return self.get_response(request)
         tenant = tenant_of(request)
-        if tenant is None or self.max_in_flight <= 0:
+        if tenant is None:
             return self.get_response(request)
         if not self._admit(tenant):
             return refusal()

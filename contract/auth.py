@@ -132,7 +132,7 @@ def throttle_wait(principal: Principal) -> float | None:
     """For callers outside DRF (the MCP tools): None when this call may proceed, else the
     seconds to wait. The same throttle and bucket as the REST API, so a key's calls count
     once whichever surface they come through."""
-    throttle = PrincipalRateThrottle()
-    if throttle.allow_request(cast("Request", _Caller(principal)), cast("APIView", None)):
+    limiter = PrincipalRateThrottle()
+    if limiter.allow_request(cast("Request", _Caller(principal)), cast("APIView", None)):
         return None
-    return max(throttle.wait() or 1.0, 0.001)
+    return max(limiter.wait() or 1.0, 0.001)

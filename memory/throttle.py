@@ -8,11 +8,11 @@ It also remembers, per process, which tenant each API key that was throttled bel
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memory import cache
+from memory.keys import hash_key
 
 if TYPE_CHECKING:
     from core.principals import Principal
@@ -93,4 +93,4 @@ def tenant_of_raw_key(raw: str) -> int | None:
     """The tenant of a raw key seen authenticated in this process, else None: a made-up or
     not yet seen key is nobody's (a key's prefix alone would let anyone who saw it in a
     list spend that tenant's share)."""
-    return _tenant_of_key.get(hashlib.sha256(raw.encode("utf-8")).hexdigest())
+    return _tenant_of_key.get(hash_key(raw))
