@@ -37,7 +37,11 @@ class Entity(models.Model):
 
     class Meta:
         verbose_name_plural = "entities"
-        indexes = [models.Index(fields=["tenant", "name_normalized"], name="entity_tenant_name")]
+        indexes = [
+            models.Index(fields=["tenant", "name_normalized"], name="entity_tenant_name"),
+            # An agent matches a subject by the id another system gives it.
+            models.Index(fields=["tenant", "external_ref"], name="entity_tenant_external_ref"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"
@@ -242,6 +246,31 @@ class MemoryVersion(models.Model):
     @property
     def memory_id(self) -> str:
         return self.item_id
+
+
+class EntityReference(models.Model):
+    """A version's value names another entity (``{"entity": "ent_…"}`` anywhere in it): the
+    fact is one record, listed and found through its subject and each entity it references,
+    and erased with either (seed 000: one fact discoverable through each entity)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    version = models.ForeignKey(
+        MemoryVersion, on_delete=models.CASCADE, related_name="entity_references"
+    )
+    entity = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="references")
+    # Where in the value, as a JSON pointer ("" is the value itself, "/contact" a member).
+    path = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "entity", "path"], name="entityreference_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "entity"], name="entityreference_entity")]
+
+    def __str__(self) -> str:
+        return f"{self.version} → {self.entity_id}"
 
 
 class Scenario(models.Model):
