@@ -19,6 +19,7 @@ from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
 from dashboard.forms import LinkSubjectForm
+from dashboard.linking import link_confirmation, link_effect, linked_message
 from memory.models import Entity, MemoryVersion, Status
 from memory.selectors import entity_list, entity_match
 
@@ -29,6 +30,14 @@ ENTITY_PAGE = 200
 class HeldItem:
     version: MemoryVersion
     candidates: list[tuple[Entity, str]]
+
+    @property
+    def effect(self) -> str:
+        return link_effect(self.version)
+
+    @property
+    def confirmation(self) -> str:
+        return link_confirmation(self.version)
 
 
 def held_items(principal: Principal) -> list[HeldItem]:
@@ -84,7 +93,9 @@ def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> 
     item, _ = dashboard_memory(principal, Authority.load(principal), memory_id)
     form = LinkSubjectForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose the entity the mention refers to.")
+        messages.error(
+            request, "Choose the entity the mention refers to, and confirm what linking does."
+        )
         return _render(request, principal, status=422)
     try:
         version = services.memory_link_subject(
@@ -95,7 +106,5 @@ def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> 
     except DomainError as exc:
         messages.error(request, exc.detail)
         return _render(request, principal, status=exc.status)
-    messages.success(
-        request, f"{memory_id} now refers to {version.subject_id}; it is {version.status}."
-    )
+    messages.success(request, f"“{version.statement}”: {linked_message(version)}")
     return redirect(reverse("dashboard:entities"))

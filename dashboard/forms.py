@@ -110,8 +110,14 @@ class ScenarioForm(DashboardForm):
     expect = forms.ChoiceField(choices=Scenario.Expect.choices)
 
 
+LINK_CONFIRM_REQUIRED = "Tick the box to confirm what linking does."
+
+
 class LinkSubjectForm(forms.Form):
     subject = forms.CharField(max_length=40, label="Entity")
+    # Linking a preference can activate it without review: the page says so, and the
+    # reviewer confirms having read it (the label is drawn by the template, per kind).
+    confirm = forms.BooleanField(error_messages={"required": LINK_CONFIRM_REQUIRED})
 
 
 class NewSubjectForm(DashboardForm):
@@ -125,6 +131,7 @@ class NewSubjectForm(DashboardForm):
         max_length=2000,
         help_text="Other names, separated by commas; the mention is a good first one.",
     )
+    confirm = forms.BooleanField(error_messages={"required": LINK_CONFIRM_REQUIRED})
 
     def clean_aliases(self) -> list[str]:
         raw: str = self.cleaned_data.get("aliases") or ""

@@ -31,19 +31,13 @@ from dashboard.access import dashboard_memory, dashboard_view, error_page, page_
 from dashboard.browse import entity_choices
 from dashboard.history import lineage_timeline, version_diff
 from dashboard.impact import CheckView, check_views, impact_rows
+from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.representations import checks_summary
-from memory.selectors import access_source, entity_match, memory_versions
+from memory.selectors import access_source, memory_versions
 
 POLL_SECONDS = 2
-MATCHED_ON = {
-    "name": "its name",
-    "alias": "an alias",
-    "name_token": "a word of its name",
-    "alias_token": "a word of an alias",
-    "alias_prefix": "the start of an alias",
-}
 
 
 @dataclass(frozen=True)
@@ -164,15 +158,10 @@ def item_context(
         scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
         can=can,
         subject_candidates=(
-            [
-                (entity, MATCHED_ON.get(how, how))
-                for entity, how in entity_match(
-                    principal=principal, name=item.subject_mention, kind=None
-                )
-            ]
-            if held
-            else []
+            candidate_cards(principal, oversight, item.subject_mention) if held else []
         ),
+        link_effect=link_effect(head) if held else "",
+        link_confirmation=link_confirmation(head) if held else "",
         all_entities=entity_choices(principal) if held else [],
         events=events,
         poll_seconds=POLL_SECONDS,
@@ -278,8 +267,7 @@ def _link_existing(principal: Principal, item: MemoryItem, data: dict[str, Any])
     version = services.memory_link_subject(
         principal=principal, item=item, subject_id=data["subject"]
     )
-    assert version.subject is not None  # noqa: S101 - just linked
-    return f"Linked to {version.subject.name}; it is now {version.status} like any other proposal."
+    return linked_message(version)
 
 
 def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
@@ -290,11 +278,7 @@ def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> s
         name=data["name"],
         aliases=data["aliases"],
     )
-    assert version.subject is not None  # noqa: S101 - just created and linked
-    return (
-        f"Created {version.subject.name} and linked it; "
-        f"it is now {version.status} like any other proposal."
-    )
+    return f"Created the entity. {linked_message(version)}"
 
 
 def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:

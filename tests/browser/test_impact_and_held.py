@@ -84,6 +84,8 @@ def test_a_held_mention_is_linked_from_the_queue_and_then_reviewed(site: Site) -
     screenshot(page, "item_needs_subject_1280")
 
     card.get_by_label("Dana Kim").check()
+    expect(card.locator("#link-effect")).to_contain_text("Linking sends it to review")
+    card.get_by_label("Link it and send it to review").first.check()
     card.get_by_role("button", name="Link to this entity").click()
 
     expect(page.get_by_role("status").first).to_contain_text("Linked to Dana Kim")

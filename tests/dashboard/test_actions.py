@@ -244,17 +244,18 @@ def test_linking_an_unresolved_mention_sends_it_to_review(demo: Demo, commit: An
     entities = demo.client("rita").get("/entities/").content.decode()
     held_page = demo.client("rita").get(f"/memories/{held.item_id}/")
 
-    refused = demo.client("omar").post(f"/memories/{held.item_id}/link/", {"subject": dana})
-    wrong = demo.client("rita").post(f"/memories/{held.item_id}/link/", {"subject": "ent_nope"})
-    linked = _post(
-        demo.client("rita"), f"/memories/{held.item_id}/link/", {"subject": dana}, commit
-    )
+    link = f"/memories/{held.item_id}/link/"
+    refused = demo.client("omar").post(link, {"subject": dana, "confirm": "on"})
+    wrong = demo.client("rita").post(link, {"subject": "ent_nope", "confirm": "on"})
+    unconfirmed = demo.client("rita").post(link, {"subject": dana})
+    linked = _post(demo.client("rita"), link, {"subject": dana, "confirm": "on"}, commit)
 
     assert "“D. Kim”" in entities and "matched on alias" in entities
     assert "unresolved mention “D. Kim”" in held_page.content.decode()
     assert refused.status_code == 404
     assert wrong.status_code == 422
     assert "no entity &#x27;ent_nope&#x27; in this tenant" in wrong.content.decode()
+    assert unconfirmed.status_code == 422
     assert linked.status_code == 302
     version = MemoryVersion.objects.get(item_id=held.item_id)
     assert (version.status, version.subject_id) == ("pending_review", dana)

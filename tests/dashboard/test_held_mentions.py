@@ -73,7 +73,9 @@ def test_a_reviewer_links_it_on_its_page_and_it_waits_for_review(demo: Demo, com
     dana = str(demo.item("order_a").subject_id)
 
     with commit():
-        response = demo.client("rita").post(f"/memories/{held.item_id}/subject/", {"subject": dana})
+        response = demo.client("rita").post(
+            f"/memories/{held.item_id}/subject/", {"subject": dana, "confirm": "on"}
+        )
 
     assert "Needs a subject: “Dana”" in page and "a word of its name" in page
     assert response.status_code == 302 and response["Location"] == f"/memories/{held.item_id}/"
@@ -89,7 +91,12 @@ def test_a_reviewer_creates_the_entity_with_aliases_in_place(demo: Demo, commit:
     with commit():
         response = demo.client("rita").post(
             f"/memories/{held.item_id}/subject/new/",
-            {"name": "Priya Customer", "kind": "customer", "aliases": "Priya, P. Customer"},
+            {
+                "name": "Priya Customer",
+                "kind": "customer",
+                "aliases": "Priya, P. Customer",
+                "confirm": "on",
+            },
         )
 
     assert response.status_code == 302
@@ -105,7 +112,7 @@ def test_a_reviewer_creates_the_entity_with_aliases_in_place(demo: Demo, commit:
 
 def test_without_authority_nothing_is_created_or_linked(demo: Demo, commit: Any) -> None:
     held = _held(demo, commit, mention="Priya")
-    body = {"name": "Priya Customer", "kind": "customer", "aliases": "Priya"}
+    body = {"name": "Priya Customer", "kind": "customer", "aliases": "Priya", "confirm": "on"}
 
     refused = demo.client("omar").post(f"/memories/{held.item_id}/subject/new/", body)
     invalid = demo.client("rita").post(

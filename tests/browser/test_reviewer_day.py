@@ -1,0 +1,113 @@
+"""Issue 37 in a real browser: the reviewer's day, second round. Each test walks one
+point of the issue as rita, omar or sam, at 1280 and 1400 px, and leaves screenshots in
+var/screenshots/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from memory import entities, proposals
+from memory.models import MemoryVersion
+from tests.browser.conftest import Site, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+def _fits(page: Any) -> None:
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"{overflow}px of horizontal overflow"
+
+
+def _held_preference(site: Site) -> MemoryVersion:
+    """An agent heard "Dana" say how she wants to be contacted; two entities could be her."""
+    agent = site.demo.agent()
+    entities.entity_create(
+        principal=agent, kind="customer", name="Dana Ortiz", aliases=["Dee"], external_ref="CRM-42"
+    )
+    chat = site.demo.item("dana_home").versions.get().source_ids
+    return proposals.memory_propose(
+        principal=agent,
+        data={
+            "kind": "preference",
+            "subject_mention": "Dana",
+            "field": "contact_channel",
+            "value": "email",
+            "statement": "Dana prefers to be contacted by email.",
+            "scope": {},
+            "owner": "sam",
+            "expires_at": None,
+            "sources": chat,
+        },
+    )
+
+
+def test_linking_a_held_preference_says_it_activates_without_review_and_then_does(
+    site: Site,
+) -> None:
+    held = _held_preference(site)
+    page = site.page(width=1400)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{held.item_id}/")
+
+    card = page.locator("#subject")
+    kim = card.locator("label.candidate-card", has_text="Dana Kim")
+    ortiz = card.locator("label.candidate-card", has_text="Dana Ortiz")
+    expect(kim).to_contain_text("D. Kim")
+    expect(kim).to_contain_text("delivery_address: Dana normally wants deliveries at home.")
+    expect(ortiz).to_contain_text("CRM-42")
+    expect(ortiz).to_contain_text("Dee")
+    expect(ortiz).to_contain_text("nothing you may open")
+    effect = card.locator("#link-effect")
+    expect(effect).to_contain_text("A preference is not reviewed")
+    expect(effect).to_contain_text("becomes active and agents are told it, with no approval")
+    expect(card).not_to_contain_text("waits for review")
+    _fits(page)
+    screenshot(page, "item_link_preference_1400")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _fits(page)
+    screenshot(page, "item_link_preference_1280")
+
+    # Without the confirmation the browser does not send the form: nothing changes.
+    kim.locator("input[type=radio]").check()
+    card.get_by_role("button", name="Link to this entity").click()
+    expect(page).to_have_url(f"{site.url}/memories/{held.item_id}/")
+    assert MemoryVersion.objects.get(pk=held.pk).status == "held_unresolved"
+
+    card.get_by_label("I understand: it becomes active without review").first.check()
+    card.get_by_role("button", name="Link to this entity").click()
+
+    status = page.get_by_role("status").first
+    expect(status).to_contain_text("Linked to Dana Kim")
+    expect(status).to_contain_text("if they pass it becomes active without review")
+    expect(page.locator(".page-head .badge")).to_have_text("checking")
+    with site.worker():
+        expect(page.locator(".page-head .badge")).to_have_text("active")
+    screenshot(page, "item_linked_preference_active_1280")
+    version = MemoryVersion.objects.get(pk=held.pk)
+    dana = site.demo.item("dana_home").subject_id
+    assert (version.status, version.subject_id) == ("active", dana)
+    assert not version.approvals.exists()
+
+
+def test_the_entities_page_says_what_linking_does_and_asks_to_confirm(site: Site) -> None:
+    held = _held_preference(site)
+    page = site.page(width=1280)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/entities/")
+
+    row = page.locator("article.held", has_text="Dana prefers to be contacted by email.")
+    expect(row.locator(".link-effect")).to_contain_text("with no approval")
+    row.get_by_label("Refers to").select_option(str(site.demo.item("dana_home").subject_id))
+    row.get_by_label("I understand: it becomes active without review").check()
+    row.get_by_role("button", name="Link").click()
+
+    expect(page.get_by_role("status").first).to_contain_text(
+        "“Dana prefers to be contacted by email.”: Linked to Dana Kim"
+    )
+    screenshot(page, "entities_linked_1280")
+    assert MemoryVersion.objects.get(pk=held.pk).status == "checking"
