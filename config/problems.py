@@ -7,9 +7,11 @@ outside DRF (400, 403, 404, 413, 500) go through the ``handler*`` views in ``con
 from __future__ import annotations
 
 import json
+import sys
 from http import HTTPStatus
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.views import defaults as html_views
 from rest_framework import exceptions
@@ -121,7 +123,18 @@ def page_not_found(request: HttpRequest, exception: Exception | None = None) -> 
     return problem_response(404, "Not found.")
 
 
+# Seconds a client is asked to wait when the database does not answer.
+DATABASE_DOWN_RETRY_AFTER = 5
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
+    """500, or a 503 with ``Retry-After`` when the database did not answer: a
+    connection that failed or timed out (MEMGOV_DB_CONNECT_TIMEOUT) is an outage the
+    client should wait out, not a bug. Django calls this inside its ``except`` block."""
+    if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+        response = problem_response(503, "The database is not answering; try again shortly.")
+        response["Retry-After"] = str(DATABASE_DOWN_RETRY_AFTER)
+        return response
     if not _wants_problem(request):
         return html_views.server_error(request)
     return problem_response(500, "Internal error; it has been logged.")

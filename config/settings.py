@@ -109,6 +109,13 @@ else:
     # MEMGOV_DB_PREPARED_STATEMENTS=false turns them off (Django's default, None).
     _prepared = env_bool("MEMGOV_DB_PREPARED_STATEMENTS", default=True)
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5 if _prepared else None
+    # A database that does not answer is a quick 503 (config.problems), not a request
+    # thread held for the kernel's TCP timeouts: libpq gives up connecting after
+    # MEMGOV_DB_CONNECT_TIMEOUT seconds, and drops a connection whose sent bytes go
+    # unacknowledged for as long (a long query is acknowledged, so it is not cut).
+    _connect_timeout = env_int("MEMGOV_DB_CONNECT_TIMEOUT", 3)
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", _connect_timeout)
+    DATABASES["default"]["OPTIONS"].setdefault("tcp_user_timeout", _connect_timeout * 1000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One Redis URL for the resolve cache and the Celery broker, used as written (a URL without a
@@ -377,6 +384,8 @@ CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS])
 STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
 # /metrics (Prometheus) answers only "Authorization: Bearer <token>"; unset, it is a 404.
 MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
+# /readyz answers within this many seconds whatever a dependency does (config.health).
+MEMGOV_READY_TIMEOUT_SECONDS = float(env_str("MEMGOV_READY_TIMEOUT_SECONDS", "2"))
 # A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
 MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,

@@ -6,6 +6,7 @@ whole server whatever worker answers it."""
 
 import multiprocessing
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,10 +41,17 @@ errorlog = "-"
 # The proxy header is trusted by Django (MEMGOV_TRUST_X_FORWARDED_PROTO), not by gunicorn.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
-# Set before the workers import prometheus_client: it decides its mode at import.
-METRICS_DIR = Path(
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="memgov-metrics-"))
-)
+# Set before the workers import prometheus_client: it decides its mode at import. A
+# directory made here is this server's own and is removed when it exits (on_exit); the
+# file is read again on SIGHUP, so the environment remembers which directory that is.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["MEMGOV_OWN_METRICS_DIR"] = (
+        tempfile.mkdtemp(prefix="memgov-metrics-")
+    )
+METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+# Probes (/healthz, /readyz) on their own port, answered by a thread of each worker that
+# never waits behind requests (config/probes.py); on the bind address's host. 0: none.
+probe_port = int(os.environ.get("MEMGOV_PROBE_PORT", "8001"))
 
 
 def on_starting(server: Any) -> None:
@@ -54,11 +62,29 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """A web worker on other Redis databases than the deployment's other processes would
-    serve answers they invalidated: it stops here, and gunicorn with it."""
-    from core.deployment import check_redis_databases  # noqa: PLC0415 - the app is loaded now
+    """Each worker answers probes from its own thread (config/probes.py). A web worker on
+    other Redis databases than the deployment's other processes would serve answers they
+    invalidated: it stops here, and gunicorn with it."""
+    from config.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
+    from core.deployment import check_redis_databases  # noqa: PLC0415
 
+    if probe_port:
+        serve_probes(_probe_host(str(worker.cfg.bind[0])), probe_port)
     check_redis_databases()
+
+
+def _probe_host(bind_address: str) -> str:
+    """The web port's host (loopback stays loopback); a Unix socket's probes: loopback."""
+    if bind_address.startswith(("unix:", "fd://")):
+        return "127.0.0.1"
+    return bind_address.rsplit(":", 1)[0].strip("[]") or "0.0.0.0"  # noqa: S104 - as bound
+
+
+def on_exit(server: Any) -> None:
+    """No /tmp/memgov-metrics-* left behind by a server that made its own."""
+    own = os.environ.get("MEMGOV_OWN_METRICS_DIR")
+    if own and Path(own) == METRICS_DIR:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def child_exit(server: Any, worker: Any) -> None:

@@ -4,6 +4,8 @@ integrator's code generator rely on (docs/api.md, Health and schema)."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -156,16 +158,30 @@ def _down() -> bool:
     raise ConnectionError("connection refused")
 
 
-@pytest.mark.parametrize("failing", ["database", "cache", "broker"])
-def test_readyz_is_a_503_naming_the_dependency_that_does_not_answer(
-    client, db, monkeypatch, failing: str
-):
-    monkeypatch.setattr(health, f"_{failing}_ok", _down)
+def test_readyz_is_a_503_naming_the_database_when_it_does_not_answer(client, db, monkeypatch):
+    monkeypatch.setattr(health, "_database_ok", _down)
 
     response = client.get("/readyz")
 
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "failing": failing}
+    assert response.json() == {"status": "unavailable", "failing": "database"}
+
+
+@pytest.mark.parametrize("failing", ["cache", "broker"])
+def test_readyz_stays_ready_naming_a_redis_role_that_does_not_answer(
+    client, db, monkeypatch, failing: str
+):
+    """Resolves read the database and writes wait in the outbox: the pod can serve."""
+    monkeypatch.setattr(health, f"_{failing}_ok", _down)
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "degraded",
+        "checked": ["database", "cache", "broker"],
+        "degraded": [failing],
+    }
 
 
 def test_readyz_reports_a_check_that_answers_wrongly(client, db, monkeypatch):
@@ -173,15 +189,29 @@ def test_readyz_reports_a_check_that_answers_wrongly(client, db, monkeypatch):
 
     response = client.get("/readyz")
 
+    assert response.json()["degraded"] == ["cache"]
+
+
+def test_readyz_answers_within_its_timeout_when_a_check_hangs(client, db, monkeypatch, settings):
+    settings.MEMGOV_READY_TIMEOUT_SECONDS = 0.2
+    release = threading.Event()
+    monkeypatch.setattr(health, "_database_ok", lambda: release.wait(5))
+    started = time.monotonic()
+
+    response = client.get("/readyz")
+
+    took = time.monotonic() - started
+    release.set()
     assert response.status_code == 503
-    assert response.json()["failing"] == "cache"
+    assert response.json() == {"status": "unavailable", "failing": "timeout"}
+    assert took < 1.0
 
 
-def test_readyz_names_the_first_of_several_failures(client, db, monkeypatch):
-    monkeypatch.setattr(health, "_cache_ok", _down)
-    monkeypatch.setattr(health, "_broker_ok", _down)
+def test_readyz_is_not_answered_through_a_proxy(client, db):
+    """The Ingress adds X-Forwarded-For; probes call the pod directly and never do."""
+    response = client.get("/readyz", HTTP_X_FORWARDED_FOR="203.0.113.9")
 
-    assert client.get("/readyz").json()["failing"] == "cache"
+    assert response.status_code == 404
 
 
 def test_the_schema_documents_the_source_visibility_body(schema):

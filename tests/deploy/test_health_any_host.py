@@ -28,12 +28,12 @@ def test_readiness_by_ip_still_names_what_is_down(client, db, monkeypatch):
     def refused() -> bool:
         raise ConnectionError("connection refused")
 
-    monkeypatch.setattr(health, "_broker_ok", refused)
+    monkeypatch.setattr(health, "_database_ok", refused)
 
     response = client.get("/readyz", HTTP_HOST=POD_IP)
 
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "failing": "broker"}
+    assert response.json() == {"status": "unavailable", "failing": "database"}
 
 
 @pytest.mark.parametrize("path", ["/api/v1/sources", "/accounts/login/", "/healthz/", "/readyzz"])

@@ -68,7 +68,7 @@ def test_the_image_runs_as_a_non_root_user_and_has_a_healthcheck():
     [healthcheck] = [line for line in instructions if line.startswith("HEALTHCHECK ")]
 
     assert users and users[-1].split(":")[0] not in ("root", "0")
-    assert "/healthz" in healthcheck
+    assert "8001/healthz" in healthcheck  # the probe port, beside the request threads
     assert instructions[-1].startswith("CMD ")
     assert "gunicorn" in instructions[-1]
 
@@ -125,7 +125,7 @@ def test_web_worker_beat_and_migrate_share_one_image_and_one_environment():
     assert all(s["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"} for s in app)
     assert all(s["env_file"] == [".env"] for s in app)
     assert all(s["read_only"] is True and s["tmpfs"] == ["/tmp"] for s in app)  # noqa: S108
-    assert "8000" in services["web"]["healthcheck"]["test"][-1]
+    assert "8001/readyz" in services["web"]["healthcheck"]["test"][-1]  # the probe port
     assert services["beat"].get("deploy", {}).get("replicas", 1) == 1
 
 

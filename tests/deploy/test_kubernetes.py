@@ -121,6 +121,26 @@ def test_web_probes_use_the_health_paths_that_answer_any_host(rendered, client, 
         assert client.get(path, HTTP_HOST="10.42.0.17:8000").status_code == 200
 
 
+def test_web_probes_call_the_probe_port_that_no_service_exposes(rendered):
+    [web] = pod_specs(rendered)["memgov-web"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in web["ports"]}
+    probes = {
+        web[probe]["httpGet"]["port"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe")
+    }
+    exposed = {
+        port["targetPort"]
+        for service in by_kind(rendered, "Service").values()
+        for port in service["spec"]["ports"]
+    }
+
+    assert probes == {"probes"}
+    assert ports == {"http": 8000, "probes": 8001}
+    assert exposed == {"http"}
+    # Readiness answers within MEMGOV_READY_TIMEOUT_SECONDS, inside the probe's timeout.
+    assert web["readinessProbe"]["timeoutSeconds"] > settings.MEMGOV_READY_TIMEOUT_SECONDS
+
+
 def test_migrations_run_in_one_job_and_never_in_the_web_replicas(rendered):
     commands = {
         f"{name}/{c['name']}": " ".join(c.get("command", []))
