@@ -361,6 +361,12 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# With Redis, beat keeps each task's last run in the broker's Redis and sends only while
+# it holds a lease there, so a restart keeps the schedule and a second beat stands by
+# (config/beat.py); the file above serves the filesystem broker of `make run`.
+if not CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BEAT_SCHEDULER = "config.beat:RedisScheduler"
+MEMGOV_BEAT_LEASE_SECONDS = env_int("MEMGOV_BEAT_LEASE_SECONDS", 30)
 
 # --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
 # (issue 16; README "Deploy" lists every variable.)

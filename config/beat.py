@@ -1,0 +1,132 @@
+"""Celery beat's schedule state in the broker's Redis, and a lock so one beat sends.
+
+Beat kept when each periodic task last ran in a file under /tmp (an emptyDir, a tmpfs):
+every restart forgot it, so a daily task waited another 24 h after each rollout and
+``apply-retention`` or the reminders might never run (issue 36). Here each entry's last
+run is written to a Redis hash when beat sends it, and read back when beat starts or takes
+over, so a restart resumes the wait instead of restarting it. The broker's Redis holds it:
+queued tasks already depend on that Redis being durable (appendonly), and a restore drill
+flushes the cache's database, never the broker's (docs/operations.md).
+
+A second beat (a rollout that overlaps, a scaled Deployment, two ``make prod``) is
+harmless: only the holder of a lease (``SET NX`` with a TTL, renewed every tick) sends;
+the other waits, ticking, and takes over when the lease lapses. Both touch a heartbeat
+file each tick, which the container's liveness probe reads."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from celery.beat import ScheduleEntry, Scheduler
+from django.conf import settings
+from redis import Redis
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+STATE_KEY = "memgov:beat:last-run"
+LEASE_KEY = "memgov:beat:lease"
+# Take the lease when it is free, renew it when it is ours; 1 while we hold it.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def heartbeat_path() -> Path:
+    return Path(settings.VAR_DIR) / "beat-heartbeat"
+
+
+class RedisScheduler(Scheduler):
+    """The configured schedule, its last runs in Redis, sent by the lease's holder only."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.lease_seconds = max(3, int(settings.MEMGOV_BEAT_LEASE_SECONDS))
+        self.identity = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.redis = Redis.from_url(
+            str(settings.CELERY_BROKER_URL),
+            socket_timeout=2,
+            socket_connect_timeout=2,
+            decode_responses=True,
+        )
+        self.leading: bool | None = None  # None: not known yet (logged once either way)
+        super().__init__(*args, **kwargs)
+        # Tick often enough to renew the lease well before it lapses.
+        self.max_interval = min(int(self.max_interval or 300), max(1, self.lease_seconds // 3))
+
+    def setup_schedule(self) -> None:
+        self.install_default_entries(self.schedule)
+        self.merge_inplace(self.app.conf.beat_schedule)
+        self._restore()
+
+    def _restore(self) -> None:
+        """Each entry's last run as stored (when beat last sent it), not "now"."""
+        try:
+            stored = self.redis.hgetall(STATE_KEY)
+        except RedisError:
+            logger.warning("beat: last runs unreadable; entries start from now", exc_info=True)
+            return
+        for name, when in stored.items():
+            entry = self.schedule.get(str(name))
+            if entry is not None:
+                entry.last_run_at = datetime.fromisoformat(str(when))
+        self._heap = None  # ordered again by the restored times
+
+    def reserve(self, entry: ScheduleEntry) -> Any:
+        """Remember the run before sending it: a beat that dies after sending does not
+        send it again on restart (before: at most once more, never 24 h late)."""
+        new_entry: Any = super().reserve(entry)
+        when: datetime = new_entry.last_run_at
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        try:
+            self.redis.hset(STATE_KEY, new_entry.name, when.isoformat())
+        except RedisError:
+            logger.warning("beat: could not store %s's last run", entry.name, exc_info=True)
+        return new_entry
+
+    def _hold_lease(self) -> bool:
+        try:
+            held = bool(self.redis.eval(_LEASE, 1, LEASE_KEY, self.identity, self.lease_seconds))
+        except RedisError:
+            logger.warning("beat: lease unreachable; not sending", exc_info=True)
+            held = False
+        if held and not self.leading:
+            logger.info("beat: %s takes the lease and sends the schedule", self.identity)
+            self._restore()  # what the previous holder sent
+        elif not held and self.leading is not False:
+            logger.warning("beat: another beat holds the lease; %s stands by", self.identity)
+        self.leading = held
+        return held
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        heartbeat_path().touch()
+        if not self._hold_lease():
+            return float(self.max_interval or 1)
+        return float(super().tick(*args, **kwargs))
+
+    def close(self) -> None:
+        super().close()
+        try:
+            self.redis.eval(_RELEASE, 1, LEASE_KEY, self.identity)
+        except RedisError:
+            logger.warning("beat: lease not released; it lapses by itself", exc_info=True)
+        self.redis.close()
+
+    @property
+    def info(self) -> str:
+        return f"    . lease: {LEASE_KEY} ({self.lease_seconds} s), last runs: {STATE_KEY}"
