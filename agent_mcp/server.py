@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from mcp.server import Server, ServerRequestContext
 
 from agent_mcp.calls import Outcome, call_tool
+from agent_mcp.outputs import output_schema
 from agent_mcp.tools import TOOLS
 
 NAME = "memgov"
@@ -34,6 +35,7 @@ def tool_list() -> list[types.Tool]:
             title=tool.title,
             description=tool.description,
             input_schema=tool.input_schema(),
+            output_schema=output_schema(tool.name),
             annotations=types.ToolAnnotations(
                 title=tool.title,
                 read_only_hint=not tool.writes,

@@ -20,7 +20,7 @@ from api.openapi import (
     SourceOut,
 )
 from api.pagination import paginate
-from contract import answers
+from contract import answers, discovery
 from contract.serializers import (
     AliasInput,
     CorrectionInput,
@@ -29,9 +29,9 @@ from contract.serializers import (
     ProposalInput,
     SourceInput,
 )
-from core.errors import InvalidContent, NotFound
+from core.errors import InvalidContent
 from core.kinds import MemoryKind
-from memory import entities, selectors
+from memory import selectors
 from memory.models import Status
 from memory.representations import (
     entity_representation,
@@ -97,16 +97,8 @@ class EntityCollectionView(MemgovAPIView):
         examples=REQUEST_EXAMPLES["entity_create"],
     )
     def post(self, request: Request) -> Response:
-        data = _valid(EntityInput, request)
-        entity = entities.entity_create(
-            principal=self.principal(),
-            kind=data["kind"],
-            name=data["name"],
-            aliases=data.get("aliases") or [],
-            external_ref=data.get("external_ref") or "",
-        )
-        entity = selectors.access_entity(self.principal(), entity.pk)
-        return Response(entity_representation(entity), status=status.HTTP_201_CREATED)
+        body = discovery.entity_created(self.principal(), _valid(EntityInput, request))
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class EntityDetailView(MemgovAPIView):
@@ -124,17 +116,9 @@ class EntityAliasView(MemgovAPIView):
     )
     def post(self, request: Request, entity_id: str) -> Response:
         principal = self.principal()
-        entity = selectors.access_entity(principal, entity_id)
-        data = _valid(AliasInput, request)
-        source = None
-        if data.get("source"):
-            try:
-                source = selectors.access_source(principal, data["source"])
-            except NotFound as exc:
-                raise InvalidContent({"source": ["no such source visible to you"]}) from exc
-        entities.alias_add(principal=principal, entity=entity, alias=data["alias"], source=source)
-        entity = selectors.access_entity(principal, entity_id)
-        return Response(entity_representation(entity), status=status.HTTP_201_CREATED)
+        selectors.access_entity(principal, entity_id)  # another tenant's: 404 before a 422
+        body = discovery.alias_added(principal, entity_id, _valid(AliasInput, request))
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class EntityMatchView(MemgovAPIView):

@@ -4,6 +4,7 @@ selectors."""
 from django.urls import path
 
 from api import audit, erasure, memory, resolve, review, webhooks
+from api import discovery as agent_reads
 
 urlpatterns = [
     # Django tries the patterns in order: the hottest path of all is matched first.
@@ -12,11 +13,16 @@ urlpatterns = [
     path("sources/<str:source_id>", memory.SourceDetailView.as_view()),
     path("entities", memory.EntityCollectionView.as_view()),
     path("entities/match", memory.EntityMatchView.as_view()),
+    path("entities/kinds", agent_reads.EntityKindsView.as_view()),
+    path("entities/by-ref", agent_reads.EntityByRefView.as_view()),
     path("entities/<str:entity_id>", memory.EntityDetailView.as_view()),
     path("entities/<str:entity_id>/aliases", memory.EntityAliasView.as_view()),
+    path("entities/<str:entity_id>/facts", agent_reads.EntityFactsView.as_view()),
     path("entities/<str:entity_id>/export", erasure.ExportView.as_view()),
     path("entities/<str:entity_id>/erase", erasure.EraseView.as_view()),
     path("erasures/<str:erasure_id>", erasure.ErasureView.as_view()),
+    path("search", agent_reads.SearchView.as_view()),
+    path("proposals", agent_reads.ProposalsView.as_view()),
     path("memories", memory.MemoryCollectionView.as_view()),
     path("memories/<str:memory_id>", memory.MemoryDetailView.as_view()),
     path("memories/<str:memory_id>/versions", memory.MemoryVersionsView.as_view()),

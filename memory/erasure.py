@@ -72,9 +72,10 @@ from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
 from memory import cache, events, generations
-from memory.lifecycle import end_use_of_subject
+from memory.lifecycle import IN_USE_OR_OPEN, end_use, end_use_of_subject, locked_versions
 from memory.models import (
     Entity,
+    EntityReference,
     Erasure,
     MemoryItem,
     MemoryVersion,
@@ -198,6 +199,7 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
             flag_event="retired",
             at=now,
         )
+        retired += _end_use_of_referencing(erasure, entity, now)
         items = MemoryItem.objects.filter(tenant=principal.tenant, subject=entity)
         aliases, _ = entity.aliases.all().delete()
         items.exclude(subject_mention="").update(subject_mention="")
@@ -267,8 +269,43 @@ def erasure_count(erasure: Erasure, **counts: int) -> None:
     }
 
 
+def _referencing(tenant_id: int, entity: Entity) -> QuerySet[EntityReference]:
+    return EntityReference.objects.filter(tenant_id=tenant_id, entity=entity)
+
+
+def _end_use_of_referencing(erasure: Erasure, entity: Entity, at: Any) -> int:
+    """Facts of other subjects whose value references the erased entity name her too
+    (memory.references): their lineages leave use with hers, one audited transition per
+    version, and the ``versions`` phase purges them. Returns the lineages ended."""
+    versions = MemoryVersion.objects.filter(
+        pk__in=_referencing(erasure.tenant_id, entity).values("version_id"),
+        status__in=IN_USE_OR_OPEN,
+    ).exclude(subject=entity)
+    items = MemoryItem.objects.filter(pk__in=versions.values("item_id")).order_by("pk")
+    ended = 0
+    for item in items.select_related("tenant"):
+        locked = locked_versions(item, IN_USE_OR_OPEN)
+        if locked:
+            end_use(
+                item=item,
+                versions=locked,
+                to=Status.RETIRED,
+                actor=erasure.actor,
+                reason=own_reason(erasure),
+                flag_event="retired",
+                at=at,
+                announce=False,
+            )
+            ended += 1
+    return ended
+
+
 def _subject_versions(erasure: Erasure) -> QuerySet[MemoryVersion]:
-    return MemoryVersion.objects.filter(tenant=erasure.tenant, subject=erasure.subject)
+    """The subject's versions and every version whose value references the subject."""
+    referencing = _referencing(erasure.tenant_id, erasure.subject).values("version_id")
+    return MemoryVersion.objects.filter(
+        Q(subject=erasure.subject) | Q(pk__in=referencing), tenant=erasure.tenant
+    )
 
 
 def _erase_versions(erasure: Erasure) -> bool:

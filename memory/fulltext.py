@@ -64,12 +64,14 @@ SQLITE_TABLES: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
 )
 
 
-def _sqlite_statements(fts: str, table: str, rowid: str, columns: tuple[str, ...], tokenize: str):
+def _sqlite_statements(
+    fts: str, table: str, rowid: str, columns: tuple[str, ...], tokenize: str
+) -> tuple[str, dict[str, str]]:
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
     old = ", ".join(f"old.{c}" for c in columns)
-    delete = f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.{rowid}, {old});"
-    insert = f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.{rowid}, {new});"
+    delete = f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.{rowid}, {old});"  # noqa: S608 - constant SQL, bound values
+    insert = f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.{rowid}, {new});"  # noqa: S608 - constant SQL, bound values
     table_sql = (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5({cols}, content='{table}', "
         f"content_rowid='{rowid}', tokenize='{tokenize}')"
@@ -97,7 +99,7 @@ def ensure_sqlite(connection: Any) -> None:
             for name in missing:
                 cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {triggers[name]}")
             if missing:
-                cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")
+                cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")  # noqa: S608 - constant SQL, bound values
 
 
 def drop_sqlite(connection: Any) -> None:

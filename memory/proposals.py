@@ -23,6 +23,7 @@ from memory import events, generations, rules
 from memory.effects import after_version_recorded
 from memory.lifecycle import version_transition
 from memory.models import Entity, MemoryItem, MemoryVersion, Scenario, Source, Status
+from memory.references import check_value_references, record_value_references
 
 
 @dataclass
@@ -53,6 +54,7 @@ def _validated_content(
     rules.check_expiry(kind, data["expires_at"], now, errors)
     rules.check_validity(data.get("valid_from"), data.get("valid_to"), errors)
     rules.check_value(data["value"], errors)
+    check_value_references(principal.tenant, data.get("value"), errors)
     owner = rules.find_owner(principal.tenant, data["owner"], errors)
     sources = rules.find_sources(principal, kind, data.get("sources") or [], errors)
     reviewers = list(data.get("required_reviewers") or [])
@@ -127,6 +129,7 @@ def _create_version(
         status_changed_at=now,
     )
     version.sources.set(content.sources)
+    record_value_references(version)
     _remember_scope_values(item.tenant, content.scope)
     Scenario.objects.bulk_create(
         Scenario(

@@ -23,6 +23,13 @@ TOOL_NAMES = [
     "correct_memory",
     "get_memory",
     "match_entity",
+    # The read side (agent_mcp.discovery_tools).
+    "search",
+    "list_my_proposals",
+    "create_entity",
+    "add_alias",
+    "list_entity_kinds",
+    "match_external_ref",
 ]
 
 

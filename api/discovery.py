@@ -1,0 +1,205 @@
+"""REST endpoints of the agents' read side (docs/api.md, Search and Agent reads): thin over
+``contract.discovery``, which the MCP tools call too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+from api.base import MemgovAPIView
+from api.openapi import EntityOut, MatchOut, MemoryOut
+from api.pagination import paginate
+from contract import discovery
+from core.errors import InvalidContent
+from core.inputs import strict_int
+from core.kinds import MemoryKind
+from memory import references, selectors
+from memory.models import Status
+from memory.representations import memory_representation
+
+_Base = serializers.Serializer[Any]
+
+
+class SearchResultOut(_Base):
+    type = serializers.ChoiceField(["entity", "memory", "source"])
+    id = serializers.CharField(help_text="ent_…, mem_… or src_…")
+    statement = serializers.CharField(allow_blank=True, help_text="One line, at most 160 chars.")
+    status = serializers.CharField(
+        help_text="A memory version's status; 'active' or 'erased' for an entity; "
+        "'recorded' or 'revoked' for a source."
+    )
+    matched = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Why it matched: name, alias, external_ref (entity); field, statement, "
+        "value, text, subject, referenced_entity (memory); content (source).",
+    )
+    score = serializers.FloatField(help_text="Relative, for ordering only.")
+    kind = serializers.CharField(help_text="The entity's, memory's or source's kind.")
+    name = serializers.CharField(required=False, help_text="entity")
+    external_ref = serializers.CharField(
+        required=False, allow_null=True, help_text="entity, source"
+    )
+    version = serializers.IntegerField(required=False, help_text="memory: the matched version")
+    subject = serializers.CharField(required=False, allow_null=True, help_text="memory")
+    field = serializers.CharField(required=False, help_text="memory")
+    references = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="memory: referenced entities"
+    )
+
+
+class SearchPageOut(_Base):
+    results = SearchResultOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class FactOut(MemoryOut):
+    relation = serializers.ChoiceField(["subject", "referenced"])
+
+
+class FactPageOut(_Base):
+    results = FactOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class ProposalOut(_Base):
+    memory_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    kind = serializers.ChoiceField(MemoryKind.values)
+    subject = serializers.CharField(allow_null=True)
+    subject_mention = serializers.CharField(allow_null=True)
+    field = serializers.CharField()
+    statement = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(Status.values)
+    in_use = serializers.BooleanField()
+    reasons = serializers.ListField(child=serializers.CharField())
+    recorded_at = serializers.DateTimeField()
+    status_changed_at = serializers.DateTimeField()
+
+
+class ProposalPageOut(_Base):
+    results = ProposalOut(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class EntityKindOut(_Base):
+    kind = serializers.CharField()
+    entities = serializers.IntegerField(min_value=1)
+
+
+class EntityKindsOut(_Base):
+    kinds = EntityKindOut(many=True)
+
+
+class ExternalRefMatchOut(MatchOut):
+    candidates = EntityOut(many=True)  # type: ignore[assignment]
+
+
+def _params(request: Request) -> dict[str, Any]:
+    """Query parameters as an input object; ``limit`` is a number there."""
+    data: dict[str, Any] = dict(request.query_params.items())
+    if "limit" in data:
+        limit = strict_int(data["limit"], max_digits=3)
+        if limit is None:
+            raise InvalidContent({"limit": ["must be an integer"]})
+        data["limit"] = limit
+    return data
+
+
+def _page_response(request: Request, page: discovery.Page) -> Response:
+    next_url = None
+    if page.next_cursor is not None:
+        next_url = replace_query_param(request.build_absolute_uri(), "cursor", page.next_cursor)
+    return Response({"results": page.results, "next": next_url})
+
+
+def _str_params(*names: str) -> list[OpenApiParameter]:
+    return [OpenApiParameter(name, str, required=False) for name in names]
+
+
+class SearchView(MemgovAPIView):
+    query_parameters = ("q", "subject", "kind", "status", "limit", "cursor")
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True, description='Words, "a phrase", or, -word.'),
+            OpenApiParameter("subject", str, required=False, description="Only facts about it."),
+            OpenApiParameter("kind", str, required=False, enum=MemoryKind.values),
+            OpenApiParameter("status", str, required=False, enum=Status.values),
+            OpenApiParameter("limit", int, required=False, description="1..100, default 20"),
+            OpenApiParameter("cursor", str, required=False),
+        ],
+        responses={200: SearchPageOut},
+        operation_id="search",
+    )
+    def get(self, request: Request) -> Response:
+        """Candidates (entities, facts, sources) for a text; resolve before using a fact."""
+        return _page_response(request, discovery.searched(self.principal(), _params(request)))
+
+
+class EntityFactsView(MemgovAPIView):
+    query_parameters = ("limit", "cursor")
+
+    @extend_schema(
+        parameters=_str_params("limit", "cursor"),
+        responses={200: FactPageOut},
+        operation_id="entity_facts",
+    )
+    def get(self, request: Request, entity_id: str) -> Response:
+        """Each fact whose subject is the entity or whose value references it, once."""
+        principal = self.principal()
+        entity = selectors.access_entity(principal, entity_id)
+        facts = selectors.versions_with_details(references.facts_about(principal, entity))
+
+        def represent(version: Any) -> dict[str, Any]:
+            relation = "subject" if version.subject_id == entity.pk else "referenced"
+            return {**memory_representation(version), "relation": relation}
+
+        return Response(
+            paginate(
+                request,
+                facts,
+                key="item_id",
+                represent=represent,
+                keep=lambda version: selectors.version_visible(version, principal),
+            )
+        )
+
+
+class ProposalsView(MemgovAPIView):
+    query_parameters = ("status", "limit", "cursor")
+
+    @extend_schema(
+        parameters=_str_params("status", "limit", "cursor"),
+        responses={200: ProposalPageOut},
+        operation_id="proposal_list_mine",
+    )
+    def get(self, request: Request) -> Response:
+        """The caller's own proposals, oldest first, with why each is where it is."""
+        return _page_response(request, discovery.my_proposals(self.principal(), _params(request)))
+
+
+class EntityKindsView(MemgovAPIView):
+    @extend_schema(responses={200: EntityKindsOut}, operation_id="entity_kinds")
+    def get(self, request: Request) -> Response:
+        return Response(discovery.entity_kinds(self.principal()))
+
+
+class EntityByRefView(MemgovAPIView):
+    query_parameters = ("external_ref", "kind")
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("external_ref", str, required=True),
+            OpenApiParameter("kind", str, required=False),
+        ],
+        responses={200: ExternalRefMatchOut},
+        operation_id="entity_match_external_ref",
+    )
+    def get(self, request: Request) -> Response:
+        """``matched`` when exactly one entity carries this id of another system."""
+        return Response(discovery.external_ref_matched(self.principal(), _params(request)))

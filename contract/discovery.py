@@ -1,0 +1,182 @@
+"""The agents' read side, whatever surface asks (REST in ``api.discovery``, MCP in
+``agent_mcp.discovery_tools``): search, the facts about an entity, the caller's own
+proposals, entity kinds and matching by external ref. Like ``contract.answers``: validate,
+call the one selector or service, represent."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rest_framework import serializers
+
+from contract.answers import validated
+from contract.serializers import StrictInput
+from core.errors import InvalidContent, NotFound
+from core.kinds import MemoryKind
+from core.principals import Principal
+from memory import discovery, entities, search, selectors
+from memory.models import Status
+from memory.representations import entity_representation
+
+DEFAULT_LIMIT = 20  # an agent reads candidates into its context: a short page
+MAX_LIMIT = 100
+
+
+class SearchInput(StrictInput):
+    q = serializers.CharField(max_length=search.QUERY_MAX)
+    subject = serializers.CharField(max_length=40, required=False)
+    kind = serializers.ChoiceField(choices=MemoryKind.choices, required=False)
+    status = serializers.ChoiceField(choices=Status.choices, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+    cursor = serializers.CharField(max_length=400, required=False)
+
+
+class ProposalsInput(StrictInput):
+    status = serializers.ChoiceField(choices=Status.choices, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+    cursor = serializers.CharField(max_length=400, required=False)
+
+
+class ExternalRefInput(StrictInput):
+    external_ref = serializers.CharField(max_length=200)
+    kind = serializers.CharField(max_length=50, required=False, allow_blank=True)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of an answer, and the cursor of the next (None on the last)."""
+
+    results: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def encode_cursor(key: Sequence[Any]) -> str:
+    text = "\x1f".join(str(part) for part in key)
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def decode_cursor(cursor: str, parts: int) -> list[str]:
+    """The key a cursor holds; anything this API could not have given out is a 422."""
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
+    except (binascii.Error, UnicodeError, ValueError):
+        text = ""
+    key = text.split("\x1f")
+    if len(key) != parts or "\x00" in text:
+        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
+    return key
+
+
+def _search_key(cursor: str) -> tuple[int, str, str]:
+    score, kind, ident = decode_cursor(cursor, 3)
+    try:
+        return (int(score), kind, ident)
+    except ValueError as exc:
+        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]}) from exc
+
+
+def searched(principal: Principal, data: Any) -> Page:
+    """Candidates for ``q``, best first; never a fact to act on (docs/api.md, Search)."""
+    valid = validated(SearchInput, data)
+    q = " ".join(valid["q"].split())
+    if not search.fts5_query(q):
+        raise InvalidContent({"q": ["must contain at least one word"]})
+    subject = valid.get("subject")
+    if subject:
+        selectors.require_subject(principal.tenant, subject)
+    status = valid.get("status")
+    query = search.SearchQuery(
+        q=q,
+        subject=subject,
+        kind=valid.get("kind"),
+        statuses=(status,) if status else search.DEFAULT_STATUSES,
+    )
+    candidates = search.search(principal, query)
+    if valid.get("cursor"):
+        after = _search_key(valid["cursor"])
+        candidates = [c for c in candidates if c.key > after]
+    limit = valid["limit"]
+    page = candidates[:limit]
+    more = len(candidates) > limit
+    return Page(
+        results=[_candidate(c) for c in page],
+        next_cursor=encode_cursor(page[-1].key) if more else None,
+    )
+
+
+def _candidate(candidate: search.Candidate) -> dict[str, Any]:
+    return {
+        "type": candidate.type,
+        "id": candidate.id,
+        **candidate.body,
+        "matched": sorted(candidate.matched),
+        "score": round(candidate.score, 4),
+    }
+
+
+def _after_int(data: dict[str, Any]) -> int | None:
+    if not data.get("cursor"):
+        return None
+    (key,) = decode_cursor(data["cursor"], 1)
+    if not key.isdigit() or len(key) > 19:
+        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
+    return int(key)
+
+
+def my_proposals(principal: Principal, data: Any) -> Page:
+    """The versions the caller proposed, oldest first, each with why it is where it is."""
+    valid = validated(ProposalsInput, data)
+    limit = valid["limit"]
+    rows = discovery.proposals_of(
+        principal, status=valid.get("status"), after=_after_int(valid), limit=limit + 1
+    )
+    page = rows[:limit]
+    return Page(
+        results=[discovery.proposal_representation(v) for v in page],
+        next_cursor=encode_cursor([page[-1].pk]) if len(rows) > limit else None,
+    )
+
+
+def entity_kinds(principal: Principal) -> dict[str, Any]:
+    """The kinds the tenant's entities have, most used first: reuse one before coining one."""
+    return {"kinds": discovery.entity_kinds(principal)}
+
+
+def external_ref_matched(principal: Principal, data: Any) -> dict[str, Any]:
+    """``matched`` only when exactly one entity carries that external ref."""
+    valid = validated(ExternalRefInput, data)
+    found = discovery.entities_by_external_ref(
+        principal, valid["external_ref"].strip(), valid.get("kind") or None
+    )
+    decision = {0: "none", 1: "matched"}.get(len(found), "ambiguous")
+    return {"decision": decision, "candidates": [entity_representation(e) for e in found]}
+
+
+def entity_created(principal: Principal, valid: dict[str, Any]) -> dict[str, Any]:
+    """A new entity (``EntityInput`` already validated), as ``GET /entities/{id}`` shows it."""
+    entity = entities.entity_create(
+        principal=principal,
+        kind=valid["kind"],
+        name=valid["name"],
+        aliases=valid.get("aliases") or [],
+        external_ref=valid.get("external_ref") or "",
+    )
+    return entity_representation(selectors.access_entity(principal, entity.pk))
+
+
+def alias_added(principal: Principal, entity_id: str, valid: dict[str, Any]) -> dict[str, Any]:
+    """The entity with one more alias (``AliasInput`` validated); a cited source must be
+    one the caller may see."""
+    entity = selectors.access_entity(principal, entity_id)
+    source = None
+    if valid.get("source"):
+        try:
+            source = selectors.access_source(principal, valid["source"])
+        except NotFound as exc:
+            raise InvalidContent({"source": ["no such source visible to you"]}) from exc
+    entities.alias_add(principal=principal, entity=entity, alias=valid["alias"], source=source)
+    return entity_representation(selectors.access_entity(principal, entity_id))

@@ -1,0 +1,94 @@
+"""Reads an agent needs to find its way (issue 35): its own proposals and why each is
+where it is, the entity kinds in use, and entities by another system's id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q
+
+from core.principals import Principal
+from core.times import iso
+from memory.models import Entity, MemoryVersion, Status
+from memory.search import one_line
+from memory.selectors import versions_with_details
+
+MAX_MATCHES = 20
+
+
+def proposals_of(
+    principal: Principal, *, status: str | None, after: int | None, limit: int
+) -> list[MemoryVersion]:
+    """Versions the caller proposed (as this agent, or as this person), oldest first."""
+    mine = Q(proposed_by=principal.name)
+    if principal.user is not None:
+        mine |= Q(proposer_user=principal.user)
+    versions = MemoryVersion.objects.filter(mine, tenant=principal.tenant)
+    if status:
+        versions = versions.filter(status=status)
+    if after is not None:
+        versions = versions.filter(pk__gt=after)
+    return list(versions_with_details(versions).order_by("pk")[:limit])
+
+
+def _reasons(version: MemoryVersion) -> list[str]:
+    """Why the version is in its status, in words an agent can pass on."""
+    reasons: list[str] = []
+    if version.status_reason:
+        reasons.append(version.status_reason)
+    approvals = list(version.approvals.all())
+    for approval in approvals:
+        if approval.decision == "reject":
+            comment = f": {approval.comment}" if approval.comment else ""
+            reasons.append(f"rejected by {approval.reviewer.get_username()}{comment}")
+    if version.status == Status.PENDING_REVIEW:
+        approved = sum(1 for a in approvals if a.decision == "approve")
+        waiting = max(version.approvals_required - approved, 1)
+        reasons.append(f"waiting for {waiting} more approval(s)")
+    elif version.status == Status.HELD_UNRESOLVED and not version.subject_id:
+        reasons.append("held: a reviewer must link the subject mention to an entity")
+    elif version.status == Status.CHECKING:
+        reasons.append("scenario checks are running")
+    failed = [c for c in version.checks.all() if c.outcome == "failed"]
+    if failed and version.status in (Status.CHECKS_FAILED, Status.REJECTED):
+        reasons.append(f"{len(failed)} scenario check(s) failed")
+    return reasons
+
+
+def proposal_representation(version: MemoryVersion) -> dict[str, Any]:
+    return {
+        "memory_id": version.item_id,
+        "version": version.number,
+        "kind": version.kind,
+        "subject": version.subject_id,
+        "subject_mention": version.item.subject_mention or None,
+        "field": version.field,
+        "statement": one_line(version.statement),
+        "status": version.status,
+        "in_use": version.status == Status.ACTIVE,
+        "reasons": _reasons(version),
+        "recorded_at": iso(version.recorded_at),
+        "status_changed_at": iso(version.status_changed_at),
+    }
+
+
+def entity_kinds(principal: Principal) -> list[dict[str, Any]]:
+    rows = (
+        Entity.objects.filter(tenant=principal.tenant, erased_at__isnull=True)
+        .values("kind")
+        .annotate(entities=Count("id"))
+        .order_by("-entities", "kind")
+    )
+    return [{"kind": row["kind"], "entities": row["entities"]} for row in rows]
+
+
+def entities_by_external_ref(
+    principal: Principal, external_ref: str, kind: str | None
+) -> list[Entity]:
+    """Entities carrying exactly this external ref (case as given: another system's id)."""
+    if not external_ref:
+        return []
+    entities = Entity.objects.filter(tenant=principal.tenant, external_ref=external_ref)
+    if kind:
+        entities = entities.filter(kind=kind)
+    return list(entities.prefetch_related("aliases").order_by("pk")[:MAX_MATCHES])

@@ -1,0 +1,483 @@
+"""Discovery: which entities, facts and sources a text is about (docs/api.md, Search).
+
+Scoped in this order, all in SQL: the caller's tenant, its visibility labels, then the
+subject and filters, then ranking. Answers are candidates (ids, one line, status, why
+matched), never facts to act on: to use a fact the agent resolves its subject.
+
+PostgreSQL reads the GIN indexes of memory.fulltext (``websearch_to_tsquery``; names also
+by ``pg_trgm`` word similarity); SQLite reads its FTS5 tables with the same query
+language, translated (words, "phrases", ``or``, ``-word``).
+
+A version is found by its own text (field, statement, value), or through an entity the
+text names: its subject's or a referenced entity's name, alias or external ref.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connection
+
+from core.principals import Principal
+from memory import fulltext
+from memory.models import OPEN_STATUSES, EntityReference, Status
+
+# Statuses searched unless ``status`` is given: what is in use or may become so.
+DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)
+QUERY_MAX = 200  # characters of a query
+SCAN = 500  # rows read per way of matching, before ranking: a common word stays cheap
+ENTITY_SCAN = 50  # entities a query may name, through which facts are found
+RANKED = 200  # candidates ranked per answer; narrow by subject for more
+LINE = 160  # characters of a candidate's one line
+SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
+ENTITY_BONUS = 0.5  # a fact about an entity the query names ranks above mere word hits
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    q: str
+    subject: str | None = None
+    kind: str | None = None
+    statuses: tuple[str, ...] = DEFAULT_STATUSES
+
+    @property
+    def facts_only(self) -> bool:
+        """A filter on facts (subject, kind, status) asks for facts only."""
+        return bool(self.subject or self.kind or self.statuses != DEFAULT_STATUSES)
+
+
+@dataclass
+class Candidate:
+    type: str  # "entity" | "memory" | "source"
+    id: str
+    score: float
+    matched: set[str] = field(default_factory=set)
+    body: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, str, str]:
+        """Descending score, then type and id: a total order for cursor pages."""
+        return (-round(self.score * 1_000_000), self.type, self.id)
+
+
+def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
+    """Every candidate, best first (at most ``RANKED`` of each type)."""
+    backend: _Backend = _Postgres() if connection.vendor == "postgresql" else _Sqlite()
+    tenant = principal.tenant.pk
+    entities = backend.entities(tenant, query.q)
+    named = {c.id: c for c in entities}
+    found = backend.versions(tenant, principal.labels, query, named)
+    candidates = list(found)
+    if not query.facts_only:
+        candidates += entities
+        candidates += backend.sources(tenant, principal.labels, query.q)
+    candidates.sort(key=lambda c: c.key)
+    return candidates
+
+
+def one_line(text: str | None) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= LINE else line[: LINE - 1].rstrip() + "…"
+
+
+def _labels(labels: Iterable[str]) -> list[str]:
+    """The caller's labels and ``*``: a label set is satisfied by either (core.principals)."""
+    return sorted({*labels, "*"})
+
+
+def _fraction(rank: float) -> float:
+    """A rank (ts_rank, -bm25) mapped into 0..1, order kept."""
+    rank = max(rank, 0.0)
+    return rank / (rank + 1.0)
+
+
+class _Backend:
+    def entities(self, tenant: int, q: str) -> list[Candidate]:
+        raise NotImplementedError
+
+    def versions(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        named: dict[str, Candidate],
+    ) -> list[Candidate]:
+        raise NotImplementedError
+
+    def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
+        raise NotImplementedError
+
+
+def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _entity_candidate(row: tuple[Any, ...], score: float, matched: set[str]) -> Candidate:
+    entity_id, kind, name, external_ref, erased_at = row
+    return Candidate(
+        type="entity",
+        id=entity_id,
+        score=score,
+        matched=matched,
+        body={
+            "kind": kind,
+            "name": name,
+            "external_ref": external_ref or None,
+            "statement": one_line(f"{name} ({kind})"),
+            "status": "erased" if erased_at else "active",
+        },
+    )
+
+
+def _merge_entities(found: Iterable[tuple[tuple[Any, ...], float, str]]) -> list[Candidate]:
+    by_id: dict[str, Candidate] = {}
+    for row, score, how in found:
+        held = by_id.get(row[0])
+        if held is None:
+            by_id[row[0]] = _entity_candidate(row, score, {how})
+        else:
+            held.score = max(held.score, score)
+            held.matched.add(how)
+    ranked = sorted(by_id.values(), key=lambda c: c.key)
+    return ranked[:ENTITY_SCAN]
+
+
+def _version_candidates(
+    rows: list[tuple[Any, ...]], query: SearchQuery, named: dict[str, Candidate]
+) -> list[Candidate]:
+    """Rows (id, item_id, number, kind, subject_id, field, statement, status, rank, hits),
+    ``hits`` naming the members the text matched; references looked up in one query."""
+    references: dict[int, list[str]] = {}
+    for version_id, entity_id in EntityReference.objects.filter(
+        version_id__in=[row[0] for row in rows]
+    ).values_list("version_id", "entity_id"):
+        references.setdefault(version_id, []).append(entity_id)
+    found: dict[int, Candidate] = {}
+    for (
+        version_id,
+        item_id,
+        number,
+        kind,
+        subject,
+        field_name,
+        statement,
+        status,
+        rank,
+        hits,
+    ) in rows:
+        if version_id in found:
+            continue
+        referenced = sorted(set(references.get(version_id, ())))
+        matched = set(hits)
+        score = _fraction(rank)
+        if subject in named:
+            matched.add("subject")
+            score = max(score, ENTITY_BONUS + named[subject].score * ENTITY_BONUS)
+        if named.keys() & set(referenced):
+            matched.add("referenced_entity")
+            best = max(named[e].score for e in referenced if e in named)
+            score = max(score, ENTITY_BONUS + best * ENTITY_BONUS * 0.9)
+        if not matched and rank > 0:
+            matched.add("text")  # a phrase across members: the document matched as a whole
+        if not matched:
+            continue
+        found[version_id] = Candidate(
+            type="memory",
+            id=item_id,
+            score=score,
+            matched=matched,
+            body={
+                "version": number,
+                "kind": kind,
+                "subject": subject,
+                "field": field_name,
+                "references": referenced,
+                "statement": one_line(statement),
+                "status": status,
+            },
+        )
+    ranked = sorted(found.values(), key=lambda c: c.key)
+    return ranked[:RANKED]
+
+
+def _source_candidates(rows: list[tuple[Any, ...]]) -> list[Candidate]:
+    return [
+        Candidate(
+            type="source",
+            id=source_id,
+            score=_fraction(rank) * ENTITY_BONUS,  # evidence ranks below what it supports
+            matched={"content"},
+            body={
+                "kind": kind,
+                "external_ref": external_ref or None,
+                "statement": one_line(content),
+                "status": "revoked" if revoked_at else "recorded",
+            },
+        )
+        for source_id, kind, external_ref, content, revoked_at, rank in rows
+    ]
+
+
+def _narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
+    """The kind and subject filters (as subject, or referenced in the value), both backends."""
+    sql, params = "", list[Any]()
+    if query.kind:
+        sql += " AND v.kind = %s"
+        params.append(query.kind)
+    if query.subject:
+        sql += (
+            " AND (v.subject_id = %s OR v.id IN (SELECT r.version_id FROM "
+            "memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id = %s))"
+        )
+        params += [query.subject, tenant, query.subject]
+    return sql, params
+
+
+_VERSION_COLUMNS = "v.id, v.item_id, v.number, v.kind, v.subject_id, v.field, v.statement, v.status"
+
+
+class _Postgres(_Backend):
+    """Each way of matching is its own LIMITed branch, so each reads its own index."""
+
+    def entities(self, tenant: int, q: str) -> list[Candidate]:
+        norm = " ".join(q.split()).casefold()
+        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
+        text = _rows(
+            f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
+            "e.external_ref = %s "
+            "FROM memory_entity e, websearch_to_tsquery('simple', %s) query "
+            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ query LIMIT %s",
+            [q.strip(), q, tenant, SCAN],
+        )
+        names = _rows(
+            f"SELECT {cols}, word_similarity(%s, e.name_normalized) FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
+            "WHERE e.tenant_id = %s AND %s <%% e.name_normalized "
+            "AND word_similarity(%s, e.name_normalized) >= %s LIMIT %s",
+            [norm, tenant, norm, norm, SIMILARITY, SCAN],
+        )
+        aliases = _rows(
+            f"SELECT {cols}, word_similarity(%s, a.normalized) FROM memory_alias a "  # noqa: S608 - constant SQL, bound values
+            "JOIN memory_entity e ON e.id = a.entity_id "
+            "WHERE a.tenant_id = %s AND %s <%% a.normalized "
+            "AND word_similarity(%s, a.normalized) >= %s LIMIT %s",
+            [norm, tenant, norm, norm, SIMILARITY, SCAN],
+        )
+        found: list[tuple[tuple[Any, ...], float, str]] = []
+        for *row, rank, is_ref in text:
+            if is_ref:
+                found.append((tuple(row), 1.0, "external_ref"))
+            else:
+                how = "name" if norm in row[2].casefold() else "external_ref"
+                found.append((tuple(row), 0.5 + _fraction(rank) / 2, how))
+        found += [(tuple(row), float(sim), "name") for *row, sim in names]
+        found += [(tuple(row), float(sim), "alias") for *row, sim in aliases]
+        return _merge_entities(found)
+
+    def versions(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        named: dict[str, Candidate],
+    ) -> list[Candidate]:
+        doc = fulltext.VERSION_DOCUMENT
+        where = (
+            "v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL "
+            # Visible: every required label set holds "*" or one of the caller's labels.
+            "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v.required_visibility) req "
+            "WHERE NOT (req.value ?| %s::text[]))"
+        )
+        params: list[Any] = [tenant, list(query.statuses), _labels(labels)]
+        narrow, narrow_params = _narrowing(tenant, query)
+        where += narrow
+        params += narrow_params
+        ids = list(named)
+        branches: list[tuple[str, list[Any]]] = [
+            (f"{doc} @@ websearch_to_tsquery('english', %s)", [query.q]),
+        ]
+        if ids:
+            branches.append(("v.subject_id = ANY(%s)", [ids]))
+            branches.append(
+                (
+                    "v.id IN (SELECT r.version_id FROM memory_entityreference r "
+                    "WHERE r.tenant_id = %s AND r.entity_id = ANY(%s))",
+                    [tenant, ids],
+                )
+            )
+        union = " UNION ".join(
+            f"(SELECT v.id FROM memory_memoryversion v WHERE {where} AND {cond} LIMIT %s)"  # noqa: S608 - constant SQL, bound values
+            for cond, _ in branches
+        )
+        union_params: list[Any] = []
+        for _, extra in branches:
+            union_params += [*params, *extra, SCAN]
+        rows = _rows(
+            f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), "  # noqa: S608 - constant SQL, bound values
+            "array_remove(ARRAY["
+            "CASE WHEN to_tsvector('english', v.field) @@ query THEN 'field' END, "
+            "CASE WHEN to_tsvector('english', v.statement) @@ query THEN 'statement' END, "
+            "CASE WHEN to_tsvector('english', coalesce(v.value::text, '')) @@ query "
+            "THEN 'value' END], NULL) "
+            "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
+            f"WHERE v.id IN ({union})",
+            [query.q, *union_params],
+        )
+        return _version_candidates(rows, query, named)
+
+    def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
+        doc = fulltext.SOURCE_DOCUMENT.replace("content", "s.content")
+        rows = _rows(
+            "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, ts_rank(hit.doc, query) "  # noqa: S608 - constant SQL, bound values
+            "FROM (SELECT s.id, "
+            f"{doc} AS doc FROM memory_source s, websearch_to_tsquery('english', %s) query "
+            "WHERE s.tenant_id = %s AND s.content IS NOT NULL AND s.visibility ?| %s::text[] "
+            f"AND {doc} @@ query LIMIT %s) hit "
+            "JOIN memory_source s ON s.id = hit.id, websearch_to_tsquery('english', %s) query "
+            "ORDER BY 6 DESC, s.id LIMIT %s",
+            [q, tenant, _labels(labels), SCAN, q, RANKED],
+        )
+        return _source_candidates(rows)
+
+
+# The query language on SQLite: "phrases", words, ``or`` between two terms, ``-word``.
+_TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
+_WORD = re.compile(r"\w+")
+
+
+def fts5_query(q: str) -> str:
+    """``websearch_to_tsquery``'s language in FTS5 syntax; every term quoted, so nothing
+    the caller types is read as an FTS5 operator. Empty when there is no word."""
+    positive: list[str] = []
+    negative: list[str] = []
+    join_or = False
+    for match in _TERM.finditer(q):
+        negate, phrase, bare = match.groups()
+        if bare is not None and bare.casefold() == "or":
+            join_or = bool(positive)
+            continue
+        if bare is not None and bare.startswith("-"):
+            negate, bare = "-", bare[1:]
+        words = _WORD.findall(phrase if phrase is not None else bare)
+        if not words:
+            continue
+        term = '"' + " ".join(words) + '"'
+        if negate:
+            negative.append(term)
+        elif join_or:
+            positive[-1] = f"{positive[-1]} OR {term}"
+            join_or = False
+        else:
+            positive.append(term)
+    if not positive:
+        return ""
+    expression = " AND ".join(f"({p})" for p in positive)
+    if negative:
+        expression = f"({expression}) NOT ({' OR '.join(negative)})"
+    return expression
+
+
+def _in(values: Sequence[Any]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+class _Sqlite(_Backend):
+    """``make run``: FTS5 tables (external content, kept by triggers) joined by rowid."""
+
+    def entities(self, tenant: int, q: str) -> list[Candidate]:
+        match = fts5_query(q)
+        norm = " ".join(q.split()).casefold()
+        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
+        found: list[tuple[tuple[Any, ...], float, str]] = []
+        if match:
+            rows = _rows(
+                f"SELECT {cols}, -bm25(memory_entity_fts), "  # noqa: S608 - constant SQL, bound values
+                "highlight(memory_entity_fts, 0, '[', ']') LIKE '%%[%%' "
+                "FROM memory_entity_fts JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
+                "WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s LIMIT %s",
+                [match, tenant, SCAN],
+            )
+            for *row, rank, on_name in rows:
+                exact = norm in (row[2].casefold(), (row[3] or "").casefold())
+                how = "name" if on_name else "external_ref"
+                found.append((tuple(row), 1.0 if exact else 0.5 + _fraction(rank) / 2, how))
+            aliases = _rows(
+                f"SELECT {cols}, -bm25(memory_alias_fts), a.normalized FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
+                "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
+                "JOIN memory_entity e ON e.id = a.entity_id "
+                "WHERE memory_alias_fts MATCH %s AND a.tenant_id = %s LIMIT %s",
+                [match, tenant, SCAN],
+            )
+            for *row, rank, alias in aliases:
+                score = 1.0 if alias == norm else 0.5 + _fraction(rank) / 2
+                found.append((tuple(row), score, "alias"))
+        return _merge_entities(found)
+
+    def versions(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        named: dict[str, Candidate],
+    ) -> list[Candidate]:
+        allowed = _labels(labels)
+        where = (
+            f"v.tenant_id = %s AND v.status IN ({_in(query.statuses)}) AND v.erased_at IS NULL "  # noqa: S608 - constant SQL, bound values
+            "AND NOT EXISTS (SELECT 1 FROM json_each(v.required_visibility) req WHERE NOT EXISTS "
+            f"(SELECT 1 FROM json_each(req.value) label WHERE label.value IN ({_in(allowed)})))"
+        )
+        params: list[Any] = [tenant, *query.statuses, *allowed]
+        narrow, narrow_params = _narrowing(tenant, query)
+        where += narrow
+        params += narrow_params
+        rows: list[tuple[Any, ...]] = []
+        match = fts5_query(query.q)
+        if match:
+            hits = _rows(
+                f"SELECT {_VERSION_COLUMNS}, -bm25(memory_version_fts), "  # noqa: S608 - constant SQL, bound values
+                "highlight(memory_version_fts, 0, '[', ']'), "
+                "highlight(memory_version_fts, 1, '[', ']'), "
+                "highlight(memory_version_fts, 2, '[', ']') "
+                "FROM memory_version_fts JOIN memory_memoryversion v "
+                "ON v.id = memory_version_fts.rowid "
+                f"WHERE memory_version_fts MATCH %s AND {where} LIMIT %s",
+                [match, *params, SCAN],
+            )
+            for *row, field_hl, statement_hl, value_hl in hits:
+                members = zip(
+                    ("field", "statement", "value"), (field_hl, statement_hl, value_hl), strict=True
+                )
+                matched = [name for name, text in members if text and "[" in str(text)]
+                rows.append((*row, matched))
+        ids = list(named)
+        if ids:
+            by_entity = _rows(
+                f"SELECT {_VERSION_COLUMNS}, 0.0 FROM memory_memoryversion v WHERE {where} "  # noqa: S608 - constant SQL, bound values
+                f"AND (v.subject_id IN ({_in(ids)}) OR v.id IN (SELECT r.version_id FROM "
+                f"memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id IN ({_in(ids)})))"
+                " LIMIT %s",
+                [*params, *ids, tenant, *ids, SCAN],
+            )
+            rows += [(*row, []) for row in by_entity]
+        return _version_candidates(rows, query, named)
+
+    def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
+        match = fts5_query(q)
+        if not match:
+            return []
+        allowed = _labels(labels)
+        rows = _rows(
+            "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, "  # noqa: S608 - constant SQL, bound values
+            "-bm25(memory_source_fts) FROM memory_source_fts "
+            "JOIN memory_source s ON s.rowid = memory_source_fts.rowid "
+            "WHERE memory_source_fts MATCH %s AND s.tenant_id = %s AND s.content IS NOT NULL "
+            f"AND EXISTS (SELECT 1 FROM json_each(s.visibility) label "
+            f"WHERE label.value IN ({_in(allowed)})) "
+            "ORDER BY 6 DESC, s.id LIMIT %s",
+            [match, tenant, *allowed, RANKED],
+        )
+        return _source_candidates(rows)
