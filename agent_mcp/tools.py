@@ -375,7 +375,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 # The read side's tools (issue 35) live in their own module, which imports ToolSpec above.
+from agent_mcp.context_tools import CONTEXT_TOOLS  # noqa: E402
 from agent_mcp.discovery_tools import DISCOVERY_TOOLS  # noqa: E402
 
-TOOLS = (*TOOLS, *DISCOVERY_TOOLS)
+TOOLS = (*TOOLS, *DISCOVERY_TOOLS, *CONTEXT_TOOLS)
 BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -34,6 +34,24 @@ class ChecksSummaryOut(_Base):
     total = serializers.IntegerField(min_value=0)
 
 
+class ClarificationOptionOut(_Base):
+    id = serializers.CharField(help_text="An entity id (subject) or opt_<n> (value).")
+    label = serializers.CharField()  # type: ignore[assignment]  # a member, not Field.label
+    matched_on = serializers.CharField(required=False)
+    value = serializers.JSONField(required=False)
+    memory_id = serializers.CharField(required=False, allow_null=True)
+
+
+class ClarificationOut(_Base):
+    member = serializers.ChoiceField(["subject", "value"])
+    mention = serializers.CharField()
+    question = serializers.CharField()
+    options = ClarificationOptionOut(many=True)
+    asked_at = _time()
+    remaining = serializers.IntegerField(min_value=0)
+    answer_with = serializers.CharField()
+
+
 class MemoryOut(_Base):
     id = serializers.CharField()
     version = serializers.IntegerField(min_value=1)
@@ -64,6 +82,7 @@ class MemoryOut(_Base):
     approvals = ApprovalOut(many=True)
     approvals_required = serializers.IntegerField(min_value=0)
     checks = ChecksSummaryOut()
+    needs_clarification = ClarificationOut(allow_null=True, required=False)
 
 
 class MemoryPageOut(_Base):
@@ -133,6 +152,28 @@ class RetiredOut(_Base):
     flagged_tasks = serializers.ListField(child=serializers.CharField())
 
 
+class AuthoritativeSystemOut(_Base):
+    name = serializers.CharField()
+    url = serializers.CharField(allow_null=True)
+    tool = serializers.CharField(allow_null=True)
+
+
+class FieldOut(_Base):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    value_schema = serializers.DictField()
+    kinds = serializers.ListField(child=serializers.ChoiceField(MemoryKind.values))
+    required_scope = serializers.ListField(child=serializers.CharField())
+    default_expiry_days = serializers.IntegerField(allow_null=True, min_value=1)
+    authoritative_system = AuthoritativeSystemOut(allow_null=True)
+    updated_by = serializers.CharField()
+    updated_at = _time()
+
+
+class FieldListOut(_Base):
+    results = FieldOut(many=True)
+
+
 class FactOut(_Base):
     field = serializers.CharField()
     value = serializers.JSONField()
@@ -150,6 +191,9 @@ class FactOut(_Base):
     pending_correction = serializers.BooleanField()
     qualifiers = serializers.ListField(child=serializers.CharField())
     reason = serializers.CharField()
+    # Only on a fact of a field whose committed state another system holds.
+    advisory = serializers.BooleanField(required=False)
+    authoritative_system = AuthoritativeSystemOut(required=False)
 
 
 class AbstentionOut(_Base):
@@ -310,6 +354,76 @@ class TaskOut(_Base):
     used = TaskUseOut(many=True)
     needs_reverification = serializers.BooleanField()
     reasons = TaskReasonOut(many=True)
+
+
+class ContextSubjectOut(_Base):
+    given = serializers.CharField()
+    id = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    decision = serializers.ChoiceField(["id", "matched", "ambiguous", "none"])
+
+
+class ContextFactOut(FactOut):
+    subject = serializers.CharField()
+    subject_name = serializers.CharField()
+    committed = serializers.BooleanField(required=False)
+
+
+class ContextAskOut(_Base):
+    subject = serializers.CharField(allow_null=True)
+    mention = serializers.CharField(required=False)
+    field = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+    detail = serializers.CharField(required=False, allow_blank=True)
+    ask = serializers.CharField()
+    options = serializers.ListField(child=serializers.DictField(), required=False)
+
+
+class ContextPendingOut(_Base):
+    subject = serializers.CharField()
+    field = serializers.CharField()
+    memory_id = serializers.CharField()
+    version = serializers.IntegerField(min_value=1)
+    status = serializers.ChoiceField(Status.values)
+    statement = serializers.CharField()
+    effect = serializers.ChoiceField(["may_replace", "may_answer"])
+    replaces = serializers.CharField(allow_null=True)
+
+
+class ContextPlanOut(PlanOut):
+    subject = serializers.CharField()
+
+
+class ContextCutOut(_Base):
+    section = serializers.ChoiceField(["ask", "advisory", "facts", "pending", "plans"])
+    subject = serializers.CharField(allow_null=True)
+    field = serializers.CharField(allow_null=True)
+    memory_id = serializers.CharField(allow_null=True)
+    tokens = serializers.IntegerField(min_value=1)
+
+
+class ContextTokensOut(_Base):
+    budget = serializers.IntegerField()
+    used = serializers.IntegerField()
+    estimator = serializers.CharField()
+
+
+class ContextOut(_Base):
+    purpose = serializers.ChoiceField(["answer", "action"])
+    context = serializers.DictField(  # type: ignore[assignment]  # a member, not Field.context
+        child=serializers.CharField()
+    )
+    policy_version = serializers.CharField()
+    retrieval_id = serializers.CharField(allow_null=True)
+    subjects = ContextSubjectOut(many=True)
+    ask = ContextAskOut(many=True)
+    advisory = ContextFactOut(many=True)
+    facts = ContextFactOut(many=True)
+    pending = ContextPendingOut(many=True)
+    plans = ContextPlanOut(many=True)
+    cut = ContextCutOut(many=True)
+    tokens = ContextTokensOut()
+    text = serializers.CharField()
 
 
 # --- Request examples: the seeds' stories (shown in the docs, sent by Schemathesis) ----

@@ -3,7 +3,7 @@ selectors."""
 
 from django.urls import path
 
-from api import audit, erasure, memory, resolve, review, webhooks
+from api import audit, context, erasure, fields, memory, resolve, review, webhooks
 from api import discovery as agent_reads
 
 urlpatterns = [
@@ -42,6 +42,10 @@ urlpatterns = [
     path("memories/<str:memory_id>/link-subject", review.LinkSubjectView.as_view()),
     path("sources/<str:source_id>/revoke", review.SourceRevokeView.as_view()),
     path("sources/<str:source_id>/visibility", review.SourceVisibilityView.as_view()),
+    path("context", context.ContextView.as_view()),
+    path("memories/<str:memory_id>/clarify", context.ClarifyView.as_view()),
+    path("fields", fields.FieldCollectionView.as_view()),
+    path("fields/<str:name>", fields.FieldDetailView.as_view()),
     path("audit", audit.AuditListView.as_view()),
     path("audit/verify", audit.AuditVerifyView.as_view()),
     path("webhooks", webhooks.WebhookCollectionView.as_view()),

@@ -14,11 +14,18 @@ from django.utils import timezone
 from approvals.models import Approval
 from audit.chain import digest
 from audit.services import audit_append
-from core.authority import RETIRE, Authority, has_tenant_permission, is_proposer, may_review
+from core.authority import (
+    RETIRE,
+    Authority,
+    has_tenant_permission,
+    is_proposer,
+    may_clarify,
+    may_review,
+)
 from core.errors import Conflict, Forbidden, InvalidContent
 from core.kinds import MemoryKind
 from core.principals import Principal
-from memory import events, rules
+from memory import catalog, clarifications, events, rules
 from memory.effects import after_checks_requested, after_version_recorded
 from memory.entities import entity_record
 from memory.lifecycle import (
@@ -28,7 +35,16 @@ from memory.lifecycle import (
     locked_versions,
     version_transition,
 )
-from memory.models import OPEN_STATUSES, Entity, MemoryItem, MemoryVersion, Scenario, Source, Status
+from memory.models import (
+    OPEN_STATUSES,
+    Clarification,
+    Entity,
+    MemoryItem,
+    MemoryVersion,
+    Scenario,
+    Source,
+    Status,
+)
 
 
 def _require_person(principal: Principal, action: str) -> None:
@@ -259,15 +275,67 @@ def _link(principal: Principal, item: MemoryItem, version: MemoryVersion, entity
     MemoryItem.objects.filter(pk=item.pk).update(subject=entity)
     MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
     version.subject = entity
+    if clarifications.settle(version, Clarification.Member.SUBJECT, entity.pk, principal.name):
+        _released(principal, version, f"subject linked to {entity.pk}", subject=entity.pk)
+
+
+def _released(principal: Principal, version: MemoryVersion, reason: str, **audit: Any) -> None:
+    """Nothing about the held version is unclear any more: it enters review (or, for a
+    preference, its checks)."""
     to = Status.CHECKING if version.kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
-    version_transition(
-        version=version,
-        to=to,
-        actor=principal.name,
-        reason=f"subject linked to {entity.pk}",
-        subject=entity.pk,
-    )
+    version_transition(version=version, to=to, actor=principal.name, reason=reason, **audit)
     after_version_recorded(version)
+
+
+def memory_clarify(
+    *, principal: Principal, item: MemoryItem, choice: str, member: str | None
+) -> MemoryVersion:
+    """The proposer or a reviewer answers a held proposal's question (docs/api.md,
+    Clarification): the subject with an entity id (one of the options or any entity of the
+    tenant, e.g. one just created), the value with one of its options' ids."""
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        if not may_clarify(principal, version):
+            raise Forbidden("Only the proposer or a reviewer of this scope may clarify it.")
+        questions = list(clarifications.open_questions(version).select_for_update())
+        question = next((q for q in questions if member in (None, q.member)), None)
+        if version.status != Status.HELD_UNRESOLVED or question is None:
+            raise Conflict(f"This memory asks no open question (it is {version.status}).")
+        if question.member == Clarification.Member.SUBJECT:
+            entity = Entity.objects.filter(tenant=version.tenant, pk=choice).first()
+            if entity is None or entity.erased_at is not None:
+                raise InvalidContent({"choice": [f"no entity {choice!r} in this tenant"]})
+            _link(principal, item, version, entity)
+            audited: dict[str, Any] = {"subject": entity.pk}
+        else:
+            option = next((o for o in question.options if o["id"] == choice), None)
+            if option is None:
+                ids = ", ".join(o["id"] for o in question.options)
+                raise InvalidContent({"choice": [f"must be one of the options: {ids}"]})
+            errors = rules.Errors()
+            definition = catalog.definitions_for(version.tenant_id, {version.field})
+            catalog.check_proposal(
+                definition.get(version.field),
+                kind=version.kind,
+                value=option["value"],
+                scope=version.scope,
+                errors=errors,
+            )
+            errors.raise_if_any()
+            MemoryVersion.objects.filter(pk=version.pk).update(value=option["value"])
+            version.value = option["value"]
+            audited = {"value_sha256": digest(option["value"])}
+            if clarifications.settle(version, question.member, choice, principal.name):
+                _released(principal, version, f"value clarified as {choice}")
+        audit_append(
+            tenant=version.tenant,
+            actor=principal.name,
+            action="memory.clarified",
+            target_type="memory",
+            target_id=version.item_id,
+            data={"version": version.number, "member": question.member, **audited},
+        )
+    return version
 
 
 def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[str]:

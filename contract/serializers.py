@@ -198,11 +198,25 @@ class _ContentInput(StrictInput):
     refused_members = dict.fromkeys(_CALLER_MAY_NOT_SET, "cannot be set by the caller")
 
 
+class ValueOptionInput(StrictInput):
+    # DRF's metaclass moves declared fields off the class, so "label" shadows nothing.
+    label = serializers.CharField(  # type: ignore[assignment]
+        max_length=200, required=False
+    )
+    value = serializers.JSONField()
+
+
 class ProposalInput(_ContentInput):
     kind = serializers.ChoiceField(choices=MemoryKind.choices)
     subject = serializers.CharField(max_length=40, required=False, allow_null=True)
     subject_mention = serializers.CharField(max_length=200, required=False, allow_blank=True)
     field = serializers.RegexField(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$", max_length=100)
+    # Omitted only with ``value_mention`` (the value is unclear: a clarification asks).
+    value = serializers.JSONField(required=False)
+    value_mention = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    value_options = ValueOptionInput(many=True, required=False)
+    # Omitted only when the field catalog gives the field a default expiry.
+    expires_at = ZonedDateTimeField(required=False, allow_null=True)
 
 
 class CorrectionInput(_ContentInput):

@@ -221,6 +221,26 @@ def require_export(principal: Principal) -> None:
 TENANT_ADMIN = "tenant_admin"
 
 
+FIELDS_REFUSAL = "Changing the field catalog needs the tenant_admin permission."
+
+
+def may_manage_fields(principal: Principal) -> bool:
+    """The field catalog binds every proposal and marks what agents may act on: a tenant
+    administrator's decision, never an agent's."""
+    return has_tenant_permission(principal, TENANT_ADMIN)
+
+
+def require_manage_fields(principal: Principal) -> None:
+    if not may_manage_fields(principal):
+        raise Forbidden(FIELDS_REFUSAL)
+
+
+def may_clarify(principal: Principal, version: Governed) -> bool:
+    """Answer a held proposal's question: its proposer (an agent may clarify what it was
+    told), or a person who may review it."""
+    return is_proposer(principal, version) or Authority.load(principal).may_review(version)
+
+
 def administered_tenant(user: Any) -> Tenant | None:
     """The tenant whose Django admin this person may open: staff, active, a member, and
     holding ``tenant_admin`` on it. A superuser is not scoped and gets ``None`` here."""

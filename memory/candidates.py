@@ -72,6 +72,20 @@ _POLICY_PRECEDENCE = (
 )
 
 
+# The tenant's fields with an authoritative system (field catalog), read with the policy by
+# the same statement: {field: [name, url, tool]} as JSON text (NULL or "{}" when none).
+_AUTHORITIES = (
+    '(SELECT CAST(json_object_agg(f."name", json_build_array(f."authority_name", '
+    'f."authority_url", f."authority_tool")) AS text) FROM "memory_fielddefinition" f '
+    "WHERE f.\"tenant_id\" = %s AND f.\"authority_name\" <> '')"
+)
+_AUTHORITIES_SQLITE = (
+    '(SELECT json_group_object(f."name", json_array(f."authority_name", f."authority_url", '
+    'f."authority_tool")) FROM "memory_fielddefinition" f '
+    "WHERE f.\"tenant_id\" = %s AND f.\"authority_name\" <> '')"
+)
+
+
 def _latest_policy(sql: str, tenant_id: int, output: Field[Any, Any]) -> RawSQL:
     return RawSQL(sql, [tenant_id], output_field=output)  # noqa: S611 - constant SQL, bound id
 
@@ -142,8 +156,13 @@ def candidate_queryset(request: CandidateRequest) -> QuerySet[MemoryVersion, Any
         rows = rows.annotate(
             policy_version=_latest_policy(_POLICY_VERSION, request.tenant_id, IntegerField()),
             policy_precedence=_latest_policy(_POLICY_PRECEDENCE, request.tenant_id, TextField()),
+            authorities=_latest_policy(
+                _AUTHORITIES if on_postgresql() else _AUTHORITIES_SQLITE,
+                request.tenant_id,
+                TextField(),
+            ),
         )
-        columns += ["policy_version", "policy_precedence"]
+        columns += ["policy_version", "policy_precedence", "authorities"]
     return rows.order_by().values_list(*columns, named=True)
 
 
@@ -228,8 +247,8 @@ def candidate_sql(request: CandidateRequest) -> tuple[str, list[Any]]:
     policy = ""
     head: list[Any] = list(_OPEN)
     if request.with_policy:
-        policy = f", {_POLICY_VERSION}, {_POLICY_PRECEDENCE}"
-        head += [request.tenant_id] * 2
+        policy = f", {_POLICY_VERSION}, {_POLICY_PRECEDENCE}, {_AUTHORITIES}"
+        head += [request.tenant_id] * 3
     # The subqueries come first in the SELECT list: their parameters precede WHERE's.
     sql = (
         f"SELECT {_SELECT}, {_PENDING_SQL}{policy} "  # noqa: S608 - constant SQL, bound values
@@ -272,6 +291,7 @@ class _Row(NamedTuple):
     pending: bool
     policy_version: int | None = None
     policy_precedence: str | None = None
+    authorities: str | None = None
 
 
 def candidate_rows(request: CandidateRequest) -> list[Any]:
@@ -410,16 +430,38 @@ def load_candidates(request: CandidateRequest) -> list[resolver.Candidate]:
     return [to_candidate(row, request.known_at, request.include) for row in candidate_rows(request)]
 
 
+# A field's authoritative system as the statement carries it: (name, url, tool).
+Authorities = Mapping[str, tuple[str, str, str]]
+
+
 def load_candidates_and_policy(
     request: CandidateRequest,
 ) -> tuple[list[resolver.Candidate], resolver.Policy | None]:
     """The candidates and the tenant's current policy, from one statement. The policy is
     None when no candidate came back: the caller then reads it on its own."""
+    candidates, policy, _ = load_candidates_policy_and_authorities(request)
+    return candidates, policy
+
+
+def load_candidates_policy_and_authorities(
+    request: CandidateRequest,
+) -> tuple[list[resolver.Candidate], resolver.Policy | None, Authorities]:
+    """Also the tenant's fields whose committed state lives in another system (the field
+    catalog), from the same statement; empty when no candidate came back (nothing to mark)."""
     rows = candidate_rows(request if request.with_policy else replace(request, with_policy=True))
     candidates = [to_candidate(row, request.known_at, request.include) for row in rows]
     if not rows:
-        return candidates, None
-    return candidates, _stated_policy(rows[0].policy_version, rows[0].policy_precedence)
+        return candidates, None, {}
+    first = rows[0]
+    policy = _stated_policy(first.policy_version, first.policy_precedence)
+    return candidates, policy, _stated_authorities(first.authorities)
+
+
+@functools.lru_cache(maxsize=256)
+def _stated_authorities(text: str | None) -> Authorities:
+    if not text:
+        return {}
+    return {name: tuple(system) for name, system in json.loads(text).items()}
 
 
 @functools.lru_cache(maxsize=256)

@@ -429,3 +429,64 @@ class Erasure(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class FieldDefinition(models.Model):
+    """The tenant's catalog entry for one field (docs/api.md, Field catalog): what its value
+    must look like, which kinds and scope dimensions it takes, its default expiry, and the
+    system of record that holds the committed state (then memory is only advisory)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    value_schema = models.JSONField(default=dict, blank=True)
+    kinds = models.JSONField(default=list, blank=True, help_text="Empty: every kind.")
+    required_scope = models.JSONField(default=list, blank=True)
+    default_expiry_days = models.PositiveIntegerField(null=True, blank=True)
+    authority_name = models.CharField(max_length=200, blank=True)
+    authority_url = models.CharField(max_length=2000, blank=True)
+    authority_tool = models.CharField(max_length=200, blank=True)
+    updated_by = models.CharField(max_length=150)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="field_unique_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Clarification(models.Model):
+    """A question a held proposal asks before anyone can review it: which entity a subject
+    mention means, or which value a referent ("there") stands for. Answered by the
+    proposer or a reviewer (``POST /memories/{id}/clarify``)."""
+
+    class Member(models.TextChoices):
+        SUBJECT = "subject"
+        VALUE = "value"
+
+    version = models.ForeignKey(
+        MemoryVersion, on_delete=models.CASCADE, related_name="clarifications"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    member = models.CharField(max_length=10, choices=Member.choices)
+    mention = models.CharField(max_length=200)
+    question = models.TextField()
+    # [{"id": "ent_…" | "opt_1", "label": "…", "value": … (value options), "memory_id"}]
+    options = models.JSONField(default=list)
+    asked_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answered_by = models.CharField(max_length=150, blank=True)
+    choice = models.CharField(max_length=40, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["version", "member"], name="clarification_one_per_member"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} {self.member}: {self.mention}"

@@ -19,10 +19,19 @@ from core.inputs import strict_int
 from core.kinds import MemoryKind
 from core.models import ScopeValue, Tenant
 from core.principals import Principal
-from memory import events, generations, rules
+from memory import catalog, clarifications, events, generations, rules
 from memory.effects import after_version_recorded
 from memory.lifecycle import version_transition
-from memory.models import Entity, MemoryItem, MemoryVersion, Scenario, Source, Status
+from memory.models import (
+    Clarification,
+    Entity,
+    FieldDefinition,
+    MemoryItem,
+    MemoryVersion,
+    Scenario,
+    Source,
+    Status,
+)
 from memory.references import check_value_references, record_value_references
 
 
@@ -46,15 +55,38 @@ class ProposalContent:
 
 
 def _validated_content(
-    *, principal: Principal, kind: str, data: Mapping[str, Any], errors: rules.Errors
+    *,
+    principal: Principal,
+    kind: str,
+    field_name: str,
+    data: Mapping[str, Any],
+    errors: rules.Errors,
+    value_pending: bool = False,
 ) -> ProposalContent | None:
     now = timezone.now()
     scope = data["scope"]
+    definition = catalog.definitions_for(principal.tenant.pk, {field_name}).get(field_name)
+    expires_at = _expiry(definition, data, now, errors)
     rules.check_scope(kind, scope, errors)
-    rules.check_expiry(kind, data["expires_at"], now, errors)
+    rules.check_expiry(kind, expires_at, now, errors)
     rules.check_validity(data.get("valid_from"), data.get("valid_to"), errors)
-    rules.check_value(data["value"], errors)
+    rules.check_value(data.get("value"), errors)
     check_value_references(principal.tenant, data.get("value"), errors)
+    catalog.check_proposal(
+        definition,
+        kind=kind,
+        value=data.get("value"),
+        scope=scope,
+        errors=errors,
+        check_value=not value_pending,
+    )
+    for option in data.get("value_options") or []:
+        option_errors = rules.Errors()
+        catalog.check_proposal(
+            definition, kind=kind, value=option["value"], scope={}, errors=option_errors
+        )
+        for message in option_errors.found.get("value", []):
+            errors.add("value_options", message)
     owner = rules.find_owner(principal.tenant, data["owner"], errors)
     sources = rules.find_sources(principal, kind, data.get("sources") or [], errors)
     reviewers = list(data.get("required_reviewers") or [])
@@ -62,11 +94,11 @@ def _validated_content(
     if owner is None or errors.found:
         return None
     return ProposalContent(
-        value=data["value"],
+        value=None if value_pending else data["value"],
         statement=data["statement"],
         scope=dict(scope),
         owner=owner,
-        expires_at=data["expires_at"],
+        expires_at=expires_at,
         valid_from=data.get("valid_from"),
         valid_to=data.get("valid_to"),
         assertion=data.get("assertion") or "state",
@@ -78,14 +110,48 @@ def _validated_content(
     )
 
 
+def _expiry(
+    definition: FieldDefinition | None,
+    data: Mapping[str, Any],
+    now: datetime,
+    errors: rules.Errors,
+) -> datetime | None:
+    """``expires_at`` as given; omitted, the field catalog's default expiry for the field
+    (a tenant admin's decision), else a 422: an expiry is never guessed."""
+    if "expires_at" in data:
+        given: datetime | None = data["expires_at"]
+        return given
+    default = catalog.default_expiry(definition, now)
+    if default is None:
+        errors.add(
+            "expires_at",
+            "is required (null only for a preference); the field catalog gives this field "
+            "no default expiry",
+        )
+    return default
+
+
+def _value_mention(data: Mapping[str, Any], errors: rules.Errors) -> str:
+    """What the value points at instead of naming it ("there"), or ""."""
+    mention = (data.get("value_mention") or "").strip()
+    said = clarifications.referent(data.get("value"))
+    if mention and "value" in data and said is None:
+        errors.add("value_mention", "give either 'value' or 'value_mention', not both")
+    if not mention and "value" not in data:
+        errors.add("value", "is required (or 'value_mention' when the value is unclear)")
+    if data.get("value_options") and not (mention or said):
+        errors.add("value_options", "only with 'value_mention' (or a value such as 'there')")
+    return mention or said or ""
+
+
 def _approvals_required(tenant: Tenant, kind: str) -> int:
     return {MemoryKind.PREFERENCE: 0, MemoryKind.TASK_FACT: 1}.get(
         MemoryKind(kind), tenant.approvals_required
     )
 
 
-def _initial_status(kind: str, subject: Entity | None) -> Status:
-    if subject is None:
+def _initial_status(kind: str, subject: Entity | None, *, unclear: bool = False) -> Status:
+    if subject is None or unclear:
         return Status.HELD_UNRESOLVED
     return Status.CHECKING if kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
 
@@ -96,6 +162,7 @@ def _create_version(
     item: MemoryItem,
     number: int,
     content: ProposalContent,
+    unclear: bool = False,
 ) -> MemoryVersion:
     now = timezone.now()
     required_visibility = [list(s.visibility) for s in content.sources]
@@ -124,7 +191,7 @@ def _create_version(
         visibility=content.visibility,
         required_reviewers=content.required_reviewers,
         approvals_required=_approvals_required(item.tenant, item.kind),
-        status=_initial_status(item.kind, item.subject),
+        status=_initial_status(item.kind, item.subject, unclear=unclear),
         recorded_at=now,
         status_changed_at=now,
     )
@@ -178,7 +245,28 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
     if bool(subject_id) == bool(mention):
         errors.add("subject", "give exactly one of 'subject' or 'subject_mention'")
     subject = rules.find_subject(principal.tenant, subject_id, errors) if subject_id else None
-    content = _validated_content(principal=principal, kind=kind, data=data, errors=errors)
+    value_mention = _value_mention(data, errors)
+    content = _validated_content(
+        principal=principal,
+        kind=kind,
+        field_name=data["field"],
+        data=data,
+        errors=errors,
+        value_pending=bool(value_mention),
+    )
+    if value_mention and content is not None:
+        options = clarifications.value_options(
+            principal,
+            subject_id=subject.pk if subject else None,
+            field=data["field"],
+            given=data.get("value_options") or [],
+        )
+        if not options:
+            errors.add(
+                "value_mention",
+                f"Memgov holds no {data['field']} for this subject that {value_mention!r} could "
+                "mean: give the value itself, or the candidates as 'value_options'",
+            )
     errors.raise_if_any()
     assert content is not None  # noqa: S101 - no errors means content was built
     with transaction.atomic(durable=True):
@@ -190,7 +278,23 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
             field=data["field"],
             head_version=1,
         )
-        version = _create_version(principal=principal, item=item, number=1, content=content)
+        version = _create_version(
+            principal=principal, item=item, number=1, content=content, unclear=bool(value_mention)
+        )
+        if mention:
+            clarifications.ask(
+                version=version,
+                member=Clarification.Member.SUBJECT,
+                mention=mention,
+                options=clarifications.subject_options(principal, mention),
+            )
+        if value_mention:
+            clarifications.ask(
+                version=version,
+                member=Clarification.Member.VALUE,
+                mention=value_mention,
+                options=options,
+            )
         audit_append(
             tenant=principal.tenant,
             actor=principal.name,
@@ -291,7 +395,11 @@ def memory_correct(
         merged = _inherited(head, data)
         _check_statement_follows_value(locked.kind, head, merged, errors)
         content = _validated_content(
-            principal=principal, kind=locked.kind, data=merged, errors=errors
+            principal=principal,
+            kind=locked.kind,
+            field_name=locked.field,
+            data=merged,
+            errors=errors,
         )
         errors.raise_if_any()
         assert content is not None  # noqa: S101 - no errors means content was built

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.times import iso
+from memory.clarifications import clarification_body
 from memory.models import Entity, MemoryVersion, Source, Status
 
 
@@ -104,4 +105,6 @@ def memory_representation(version: MemoryVersion) -> dict[str, Any]:
         ],
         "approvals_required": version.approvals_required,
         "checks": checks_summary(version),
+        # A held proposal's open question (subject or value unclear); no query otherwise.
+        "needs_clarification": clarification_body(version, version.item_id),
     }

@@ -7,7 +7,7 @@ retrieval record (what the agent was told)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -19,7 +19,11 @@ from config import metrics
 from core.principals import Principal
 from core.times import iso, iso_instant
 from memory import generations, resolver
-from memory.candidates import CandidateRequest, load_candidates_and_policy
+from memory.candidates import (
+    Authorities,
+    CandidateRequest,
+    load_candidates_policy_and_authorities,
+)
 from memory.models import RetrievalRecord, RetrievalUse
 from memory.selectors import current_policy, require_subject, resolver_policy
 
@@ -59,6 +63,17 @@ def _fact(fact: resolver.Fact) -> dict[str, Any]:
     }
 
 
+def _marked(fact: dict[str, Any], authorities: Authorities) -> dict[str, Any]:
+    """A fact of a field whose committed state another system holds is only advisory:
+    say so and name the system (the keys appear only on such facts)."""
+    system = authorities.get(fact["field"]) if authorities else None
+    if system is not None:
+        name, url, tool = system
+        fact["advisory"] = True
+        fact["authoritative_system"] = {"name": name, "url": url or None, "tool": tool or None}
+    return fact
+
+
 def _plan(plan: resolver.Plan) -> dict[str, Any]:
     c = plan.candidate
     return {
@@ -80,6 +95,9 @@ class Decision:
     # The next instant a candidate starts, stops being valid or expires: a cached answer
     # must not outlive it.
     next_change: datetime | None
+    # Fields whose committed state another system holds (field catalog): their facts are
+    # advisory. Part of the cached answer: a catalog change moves the policy generation.
+    authorities: Authorities = field(default_factory=dict)
 
 
 def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datetime | None:
@@ -95,7 +113,7 @@ def _next_change(candidates: list[resolver.Candidate], after: datetime) -> datet
 def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Decision:
     """The answer without side effects: shared by the API, the cache and the dashboard."""
     valid_at, known_at = request.valid_at or now, request.known_at or now
-    candidates, current = load_candidates_and_policy(
+    candidates, current, authorities = load_candidates_policy_and_authorities(
         CandidateRequest(
             tenant_id=principal.tenant.pk,
             subject_id=request.subject,
@@ -127,6 +145,7 @@ def decide(principal: Principal, request: ResolveRequest, now: datetime) -> Deci
         valid_at,
         known_at,
         _next_change(candidates, min(valid_at, known_at)),
+        authorities,
     )
 
 
@@ -139,7 +158,7 @@ def resolution_body(decision: Decision, *, explain: bool) -> dict[str, Any]:
         "known_at": iso(decision.known_at),
         "policy_version": decision.policy_version,
         "retrieval_id": None,
-        "facts": [_fact(f) for f in resolution.facts],
+        "facts": [_marked(_fact(f), decision.authorities) for f in resolution.facts],
         "abstentions": [
             {"field": a.field, "reason": a.reason, "detail": a.detail}
             for a in resolution.abstentions

@@ -1,0 +1,73 @@
+"""The context block's and the clarification's input shapes and answers, shared by the
+REST views (``api.context``) and the MCP tools (``agent_mcp.context_tools``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from approvals.services import memory_clarify
+from contract.answers import MemoryAnswer, memory_head_answer, validated
+from contract.serializers import StrictInput
+from core.principals import Principal
+from memory import context, selectors
+
+PURPOSES = ("answer", "action")
+DEFAULT_MAX_TOKENS = 1000
+
+
+class ContextInput(StrictInput):
+    subjects = serializers.ListField(
+        child=serializers.CharField(max_length=200), min_length=1, max_length=20
+    )
+    context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=200), required=False
+    )
+    purpose = serializers.ChoiceField(choices=PURPOSES, required=False, default="answer")
+    max_tokens = serializers.IntegerField(
+        min_value=100, max_value=32000, required=False, default=DEFAULT_MAX_TOKENS
+    )
+    fields = serializers.ListField(  # type: ignore[assignment]  # declared fields leave the class
+        child=serializers.CharField(max_length=100),
+        required=False,
+        allow_empty=False,
+        max_length=100,
+    )
+    task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+
+
+class ClarifyInput(StrictInput):
+    choice = serializers.CharField(
+        max_length=40, help_text="An option's id: an entity id (subject) or opt_<n> (value)."
+    )
+    member = serializers.ChoiceField(
+        choices=("subject", "value"),
+        required=False,
+        help_text="Which question it answers; default the first open one.",
+    )
+
+
+def context_built(principal: Principal, data: Any) -> dict[str, Any]:
+    valid = validated(ContextInput, data)
+    fields = valid.get("fields")
+    return context.build_context(
+        principal,
+        context.ContextRequest(
+            subjects=tuple(valid["subjects"]),
+            context=valid.get("context") or {},
+            purpose=valid["purpose"],
+            max_tokens=valid["max_tokens"],
+            fields=tuple(dict.fromkeys(fields)) if fields else None,
+            task_id=valid.get("task_id") or None,
+        ),
+    )
+
+
+def memory_clarified(principal: Principal, memory_id: str, data: Any) -> MemoryAnswer:
+    item = selectors.access_memory(principal, memory_id)
+    valid = validated(ClarifyInput, data)
+    memory_clarify(
+        principal=principal, item=item, choice=valid["choice"], member=valid.get("member")
+    )
+    return memory_head_answer(principal, memory_id)
