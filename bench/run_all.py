@@ -54,6 +54,11 @@ STEPS: list[tuple[str, list[str], dict[str, str]]] = [
         {},
     ),
     (
+        "context",
+        ["--size", "100k", "--seconds", "5"] if QUICK else ["--size", "1m", "--seconds", "20"],
+        {},
+    ),
+    (
         "approval-latency",
         ["--items", "20" if QUICK else "50"],
         {"DATABASE_URL": _approvals_url()},
@@ -64,6 +69,7 @@ MODULES = {
     "cache": "bench.cache_bench",
     "revalidation": "bench.revalidation_bench",
     "approval-latency": "bench.approval_latency",
+    "context": "bench.context_bench",
 }
 
 
@@ -210,6 +216,18 @@ def targets(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
                 load=load,
             ),
         ]
+    context = results.get("context")
+    if context:
+        lines.append(
+            _line(
+                f"context block p95 ms, 1 client, {context['size'] or context['database']}",
+                context["overall"]["p95_ms"],
+                context["target"]["p95_ms_at_most"],
+                at_most=True,
+                unit=" ms",
+                load=round(context["machine"]["load_after"][0], 1),
+            )
+        )
     approvals = results.get("approval-latency")
     if approvals:
         lines.append(
