@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals import emails
+from approvals.explain import failure_for
 from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
@@ -127,13 +128,30 @@ def notify_held_mention(version_id: int) -> int:
     return sent
 
 
-def notify_owner(version_id: int, event: str, template: str, context: dict[str, Any]) -> bool:
-    """One version, its owner only (checks failed)."""
+def notify_checks_failed(version_id: int) -> int:
+    """The owner, who can correct it, and every reviewer who approved it, whose approval
+    did not take effect (issue 37): one email each, with the failure in one sentence
+    naming memories by the statements that reader may see."""
     version = MemoryVersion.objects.select_related("owner", "item", "tenant").get(pk=version_id)
-    owner = version.owner
-    if not owner.email or not owner.is_active:  # a deactivated person gets no email
-        return False
-    return _tell(owner, _keyed(event, [version]), (template, template), context)
+    approvers = [
+        approval.reviewer
+        for approval in version.approvals.filter(decision="approve").select_related("reviewer")
+    ]
+    people = {version.owner.pk: version.owner}
+    for reviewer in approvers:
+        people.setdefault(reviewer.pk, reviewer)
+    approved = {reviewer.pk for reviewer in approvers}
+    sent = 0
+    for user in people.values():
+        if not user.email or not user.is_active:  # a deactivated person gets no email
+            continue
+        context = {
+            "why": failure_for(principal_for_user(user), version),
+            "approved": user.pk in approved,
+            "owns": user.pk == version.owner_id,
+        }
+        sent += _tell(user, _keyed("checks_failed", [version]), ("checks_failed",) * 2, context)
+    return sent
 
 
 def _by_owner(versions: Iterable[MemoryVersion]) -> dict[User, list[MemoryVersion]]:

@@ -26,7 +26,7 @@ from core.errors import Conflict, Forbidden, InvalidContent
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import catalog, clarifications, events, rules
-from memory.effects import after_checks_requested, after_version_recorded
+from memory.effects import after_checks_requested, after_scenario_added, after_version_recorded
 from memory.entities import entity_record
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
@@ -227,6 +227,7 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
                 "expect": scenario.expect,
             },
         )
+        after_scenario_added(version)
     return scenario
 
 

@@ -71,8 +71,8 @@ def notify_held_mention(version_id: int) -> int:
 
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
-def notify_checks_failed(version_id: int) -> bool:
-    return notifications.notify_owner(version_id, "checks_failed", "checks_failed", {})
+def notify_checks_failed(version_id: int) -> int:
+    return notifications.notify_checks_failed(version_id)
 
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)

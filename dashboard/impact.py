@@ -13,6 +13,7 @@ from typing import Any
 
 from approvals.checking import impact_now
 from approvals.checks import ContextImpact
+from approvals.explain import why_failed
 from core.authority import labels_visible, version_visible
 from core.principals import Principal
 from memory.models import MemoryVersion, Source, Status
@@ -169,60 +170,6 @@ def mentioned(
     return found
 
 
-def _why(result: Any) -> str:
-    """One sentence: why this check failed, and what the reviewer or owner can do."""
-    scenario = result.scenario
-    name = str(scenario.get("name", ""))
-    kind = scenario.get("kind")
-    if kind == "regression":
-        return (
-            "Activating it would leave two equally ranked memories with different values "
-            "in that context, so agents would get no answer there: the owner can narrow the "
-            "scope or correct the value, or a reviewer can retire the other memory, then run "
-            "the checks again."
-        )
-    if name == "applicable: its own scope":
-        return (
-            "Agents asking in its own scope would not be given it (a stronger memory wins "
-            "there, or it is not valid now): the owner can correct its scope or validity, "
-            "or a reviewer can retire the memory that outranks it."
-        )
-    if name.startswith("inapplicable: ") and name.endswith("moved to a sibling"):
-        return (
-            "It would also answer where that dimension has another value, so its scope is "
-            "wider than it claims: the owner can correct the scope; reviewers should not "
-            "approve it as it is."
-        )
-    if name in ("inapplicable: another subject", "inapplicable: another tenant"):
-        return (
-            "It reached another subject or tenant, which is a defect of the candidate "
-            "query, not of this item: report it to the operators and do not activate it."
-        )
-    if name == "inapplicable: outside its validity":
-        return (
-            "It would answer outside its valid time: the owner can correct valid_from or "
-            "valid_to in a new version."
-        )
-    if kind == "revoked":
-        return (
-            "Withdrawing its basis would not cleanly withdraw it (another item cites the "
-            "same record, or it stays in use): a reviewer can check the other item citing "
-            "the record; the owner can cite the record this claim alone rests on."
-        )
-    if kind == "visibility":
-        return (
-            "A principal without its labels would be given it, because the labels of a "
-            "source changed: run the checks again; if it still fails, ask whoever changed "
-            "the source's visibility."
-        )
-    expect = "apply" if scenario.get("expect") == "applies" else "not apply"
-    return (
-        f"A scenario added from a real case says it must {expect} in this context and it "
-        "does not: the owner can correct its scope or validity in a new version, or, if the "
-        "scenario is wrong, a reviewer can reject this version and discuss it with the author."
-    )
-
-
 @dataclass(frozen=True)
 class CheckView:
     result: Any
@@ -262,7 +209,7 @@ def check_views(
         views.append(
             CheckView(
                 result=r,
-                why=_why(r) if r.outcome == "failed" else "",
+                why=why_failed(r.scenario) if r.outcome == "failed" else "",
                 parts=_parts(r.detail, found),
                 other=found.get(str(other_id)) if other_id else None,
             )

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from approvals import services
+from approvals.explain import failure_for
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer
@@ -69,6 +70,24 @@ def check_groups(principal: Principal, version: MemoryVersion) -> list[CheckGrou
         CheckGroup(run, policy, tuple(rows), tuple(views[id(r)] for r in rows))
         for (run, policy), rows in ordered
     ]
+
+
+def preview_rerunning(head: MemoryVersion, scenarios: Sequence[Scenario]) -> bool:
+    """A scenario was added after the last preview run: the preview is being run again
+    (``scenario_add`` asked for it), and until it is in, its "all passed" is stale."""
+    if head.status != Status.PENDING_REVIEW or not scenarios:
+        return False
+    previews = [r.ran_at for r in head.checks.all() if r.run == CheckResult.Run.PREVIEW]
+    newest = max(s.created_at for s in scenarios)
+    return not previews or max(previews) < newest
+
+
+def status_line(principal: Principal, head: MemoryVersion) -> str:
+    """Beside the status badge: for failed checks one plain sentence with statements
+    (``approvals.explain``), never the engine's detail; otherwise the stored reason."""
+    if head.status == Status.CHECKS_FAILED:
+        return failure_for(principal, head) or "Its checks failed: see the scenario checks."
+    return head.status_reason
 
 
 @dataclass(frozen=True)
@@ -135,6 +154,9 @@ def item_context(
     }
     can = abilities(oversight, head, versions)
     held = can.link and item.subject_id is None
+    scenarios = list(
+        Scenario.objects.filter(version__item=item, version__number__lte=head.number).order_by("pk")
+    )
     events = (
         list(audit_events(tenant=principal.tenant, target=item.pk).order_by("-seq")[:50])
         if oversight.has("view_audit")
@@ -145,6 +167,7 @@ def item_context(
         item=item,
         head=head,
         value_json=json.dumps(head.value, indent=2, ensure_ascii=False),
+        status_line=status_line(principal, head),
         previous=previous,
         diff=version_diff(previous, head),
         versions=versions,
@@ -155,7 +178,8 @@ def item_context(
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
         impact=impact_rows(principal, head),
-        scenarios=Scenario.objects.filter(version__item=item).order_by("pk"),
+        scenarios=scenarios,
+        rerunning=preview_rerunning(head, scenarios),
         can=can,
         subject_candidates=(
             candidate_cards(principal, oversight, item.subject_mention) if held else []
@@ -198,12 +222,17 @@ def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
     item, head = dashboard_memory(principal, oversight, memory_id)
     if request.GET.get("was") == Status.CHECKING and head.status != Status.CHECKING:
         return HttpResponseClientRefresh()
+    scenarios = list(Scenario.objects.filter(version__item=item, version__number__lte=head.number))
+    rerunning = preview_rerunning(head, scenarios)
+    if request.GET.get("was") == "rerunning" and not rerunning:
+        return HttpResponseClientRefresh()
     context = page_context(
         principal,
         item=item,
         head=head,
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
+        rerunning=rerunning,
         poll_seconds=POLL_SECONDS,
     )
     return render(request, "dashboard/_live.html", context)
@@ -283,6 +312,8 @@ def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> s
 
 def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
     services.scenario_add(principal=principal, item=item, data=data)
+    if item.versions.get(number=item.head_version).status == Status.PENDING_REVIEW:
+        return "Scenario added. The preview checks are running again with it; see the result below."
     return "Scenario added; it runs with the next checks."
 
 

@@ -27,6 +27,17 @@ def after_version_recorded(version: MemoryVersion) -> None:
         outbox_write(kind=OutboxKind.HELD_MENTION, payload=payload, tenant=version.tenant)
 
 
+def after_scenario_added(version: MemoryVersion) -> None:
+    """A new scenario changes what the preview says: run it again at once, so the
+    reviewer reads the scenario's result before approving, not after (issue 37)."""
+    if version.status == Status.PENDING_REVIEW:
+        outbox_write(
+            kind=OutboxKind.PREVIEW_CHECKS,
+            payload={"version_id": version.pk},
+            tenant=version.tenant,
+        )
+
+
 def after_checks_requested(version: MemoryVersion) -> None:
     outbox_write(
         kind=OutboxKind.GATE_CHECKS, payload={"version_id": version.pk}, tenant=version.tenant

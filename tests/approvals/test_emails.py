@@ -45,6 +45,10 @@ def _well_written(message: EmailMessage) -> str:
     return body
 
 
+def _subject(message: EmailMessage) -> str:
+    return " ".join(str(message["Subject"]).split())
+
+
 def _one_per_person(inbox: Inbox) -> list[str]:
     counts = Counter(m["To"] for m in inbox.messages)
     assert all(n == 1 for n in counts.values()), counts
@@ -142,11 +146,38 @@ def test_the_owner_is_told_once_that_checks_failed(flow: Flow, smtp: Inbox):
     flow.approve(memory["id"], "rita", "lena")
     tasks.notify_checks_failed.apply(args=(head(memory["id"]).pk,)).get()
 
-    (message,) = [m for m in smtp.messages if m["Subject"].startswith("[Memgov] Checks failed")]
+    # A long subject is folded; the unfolded value is what a mail client shows.
+    (message,) = [m for m in smtp.messages if _subject(m).startswith("[Memgov] Checks failed")]
     assert message["To"] == "omar@example.com"
     body = _well_written(message)
     assert "The scenario checks of an enterprise rule you own failed" in body
     assert STATEMENT in body
+    assert "propose a correction" in body
+    # One plain sentence with statements, never the engine's string (issue 37).
+    assert (
+        f"Why: “{STATEMENT}” failed its checks: a scenario added by agent bot says it must not "
+        "apply where project is P-9, but agents asking there would be told it." in body
+    )
+    assert "expected does not apply" not in body and "custom #" not in body
+
+
+def test_each_approver_learns_their_approval_did_not_take_effect(flow: Flow, smtp: Inbox):
+    too_broad = {"kind": "inapplicable", "context": P9, "expect": "does_not_apply"}
+    memory = flow.rule(P9, scenarios=[too_broad], owner="omar")
+    smtp.messages.clear()
+
+    flow.approve(memory["id"], "rita", "lena")
+    tasks.notify_checks_failed.apply(args=(head(memory["id"]).pk,)).get()
+
+    told = [m for m in smtp.messages if "did not take effect" in _subject(m)]
+    assert sorted(m["To"] for m in told) == ["lena@example.com", "rita@example.com"]
+    for message in told:
+        assert _subject(message) == f"[Memgov] Your approval did not take effect: “{STATEMENT}”"
+        body = _well_written(message)
+        assert "but your approval did not take effect: its scenario checks failed" in body
+    # One email per event per person: the owner's is the only other one about the failure.
+    about = Counter(m["To"] for m in smtp.messages if STATEMENT in _subject(m))
+    assert about == {"omar@example.com": 1, "lena@example.com": 1, "rita@example.com": 1}
 
 
 def test_expiry_warnings_name_the_local_time_and_how_far_off_it_is(flow: Flow, smtp: Inbox):

@@ -101,13 +101,15 @@ def test_the_notify_task_delivered_twice_sends_once(flow: Flow):
     assert Notification.objects.filter(event=f"pending:{version.pk}").count() == 3
 
 
-def test_the_checks_failed_notice_is_sent_once_per_owner(flow: Flow):
+def test_the_checks_failed_notice_is_sent_once_to_the_owner_and_each_approver(flow: Flow):
     too_broad = {"kind": "inapplicable", "context": {"project": "P-9"}, "expect": "does_not_apply"}
     memory = flow.rule({"project": "P-9"}, scenarios=[too_broad], owner="omar")
     flow.approve(memory["id"], "rita", "lena")
     version = head(memory["id"])
 
-    assert tasks.notify_checks_failed.apply(args=(version.pk,)).get() is False
+    assert tasks.notify_checks_failed.apply(args=(version.pk,)).get() == 0
 
     failed = [m for m in mail.outbox if m.subject.startswith("[Memgov] Checks failed")]
     assert [m.to for m in failed] == [["omar@example.com"]]
+    approvers = [m.to for m in mail.outbox if "did not take effect" in m.subject]
+    assert sorted(approvers) == [["lena@example.com"], ["rita@example.com"]]

@@ -111,3 +111,68 @@ def test_the_entities_page_says_what_linking_does_and_asks_to_confirm(site: Site
     )
     screenshot(page, "entities_linked_1280")
     assert MemoryVersion.objects.get(pk=held.pk).status == "checking"
+
+
+def test_a_scenario_added_reruns_the_preview_and_shows_its_result_before_approve(
+    site: Site,
+) -> None:
+    memory_id = site.demo.items["order_a"]
+    page = site.page(width=1400)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{memory_id}/")
+    badge = page.locator("#live .badge")
+    expect(badge).to_contain_text("passed")
+
+    page.get_by_text("Add a scenario").click()
+    form = page.locator("form[action$='/scenarios/']")
+    form.get_by_label("Kind").select_option("inapplicable")
+    form.get_by_label("Context").fill("task=order-a")
+    form.get_by_label("Expect").select_option("does_not_apply")
+    form.get_by_role("button", name="Add scenario").click()
+
+    expect(page.get_by_role("status").first).to_contain_text(
+        "The preview checks are running again with it"
+    )
+    expect(page.locator("#approve-wait")).to_be_visible()
+    expect(page.get_by_role("button", name="Approve version 1")).to_have_count(0)
+    screenshot(page, "item_scenario_rerunning_1400")
+    with site.worker():
+        expect(page.locator("#live .badge")).to_contain_text("1 of")
+        expect(page.locator("#live .badge")).to_contain_text("failed")
+    failed = page.locator("table.checks tr.check-failed").first
+    expect(failed.locator(".why")).to_contain_text(
+        "says it must not apply in this context, but agents asking there would be told it"
+    )
+    expect(page.get_by_role("button", name="Approve version 1")).to_be_visible()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _fits(page)
+    screenshot(page, "item_scenario_preview_failed_1280")
+
+
+def test_a_failed_check_reads_as_one_sentence_with_statements_in_the_status_line(
+    site: Site,
+) -> None:
+    memory_id = site.demo.items["order_a"]
+    page = site.page(width=1280)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{memory_id}/")
+    page.get_by_text("Add a scenario").click()
+    form = page.locator("form[action$='/scenarios/']")
+    form.get_by_label("Kind").select_option("inapplicable")
+    form.get_by_label("Context").fill("task=order-a")
+    form.get_by_label("Expect").select_option("does_not_apply")
+    form.get_by_role("button", name="Add scenario").click()
+    with site.worker():
+        expect(page.get_by_role("button", name="Approve version 1")).to_be_visible()
+        page.get_by_role("button", name="Approve version 1").click()
+        expect(page.locator(".page-head .badge")).to_have_text("checks_failed")
+
+    line = page.locator("#status-line")
+    expect(line).to_have_text(
+        "“Order order-a goes to Dana's office.” failed its checks: a scenario added by rita "
+        "says it must not apply where task is order-a, but agents asking there would be told it."
+    )
+    head_text = page.locator(".page-head").inner_text()
+    assert "mem_" not in head_text and "expected" not in head_text and "custom #" not in head_text
+    _fits(page)
+    screenshot(page, "item_checks_failed_sentence_1280")
