@@ -54,6 +54,11 @@ STEPS: list[tuple[str, list[str], dict[str, str]]] = [
         {},
     ),
     (
+        "search",
+        ["--size", "100k", "--seconds", "5"] if QUICK else ["--size", "1m", "--seconds", "20"],
+        {},
+    ),
+    (
         "context",
         ["--size", "100k", "--seconds", "5"] if QUICK else ["--size", "1m", "--seconds", "20"],
         {},
@@ -70,6 +75,7 @@ MODULES = {
     "revalidation": "bench.revalidation_bench",
     "approval-latency": "bench.approval_latency",
     "context": "bench.context_bench",
+    "search": "bench.search_bench",
 }
 
 
@@ -216,6 +222,18 @@ def targets(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
                 load=load,
             ),
         ]
+    search = results.get("search")
+    if search:
+        lines.append(
+            _line(
+                f"search p95 ms, 1 client, {search['size'] or search['database']}",
+                search["overall"]["p95_ms"],
+                search["target"]["p95_ms_at_most"],
+                at_most=True,
+                unit=" ms",
+                load=round(search["machine"]["load_after"][0], 1),
+            )
+        )
     context = results.get("context")
     if context:
         lines.append(

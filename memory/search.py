@@ -28,8 +28,11 @@ from memory.models import OPEN_STATUSES, EntityReference, Status
 # Statuses searched unless ``status`` is given: what is in use or may become so.
 DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)
 QUERY_MAX = 200  # characters of a query
-SCAN = 500  # rows read per way of matching, before ranking: a common word stays cheap
-ENTITY_SCAN = 50  # entities a query may name, through which facts are found
+SCAN = 200  # rows read per way of matching, before ranking: a common word stays cheap
+ENTITY_SCAN = 50  # entities listed as candidates
+FOLLOW = 10  # entities the query names strongly enough to find their facts through them
+FOLLOW_SCORE = 0.75  # every word of the name, an exact alias or external ref
+NEAR = 0.7  # a near spelling (pg_trgm) scores at most this: listed, not followed
 RANKED = 200  # candidates ranked per answer; narrow by subject for more
 LINE = 160  # characters of a candidate's one line
 SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
@@ -68,7 +71,8 @@ def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
     backend: _Backend = _Postgres() if connection.vendor == "postgresql" else _Sqlite()
     tenant = principal.tenant.pk
     entities = backend.entities(tenant, query.q)
-    named = {c.id: c for c in entities}
+    named = {c.id: c for c in entities if c.score >= FOLLOW_SCORE}
+    named = dict(list(named.items())[:FOLLOW])
     found = backend.versions(tenant, principal.labels, query, named)
     candidates = list(found)
     if not query.facts_only:
@@ -90,7 +94,7 @@ def _labels(labels: Iterable[str]) -> list[str]:
 
 def _fraction(rank: float) -> float:
     """A rank (ts_rank, -bm25) mapped into 0..1, order kept."""
-    rank = max(rank, 0.0)
+    rank = max(float(rank), 0.0)
     return rank / (rank + 1.0)
 
 
@@ -261,11 +265,12 @@ class _Postgres(_Backend):
             [norm, tenant, norm, norm, SIMILARITY, SCAN],
         )
         aliases = _rows(
-            f"SELECT {cols}, word_similarity(%s, a.normalized) FROM memory_alias a "  # noqa: S608 - constant SQL, bound values
+            f"SELECT {cols}, word_similarity(%s, a.normalized), a.normalized = %s "  # noqa: S608 - constant SQL, bound values
+            "FROM memory_alias a "
             "JOIN memory_entity e ON e.id = a.entity_id "
             "WHERE a.tenant_id = %s AND %s <%% a.normalized "
             "AND word_similarity(%s, a.normalized) >= %s LIMIT %s",
-            [norm, tenant, norm, norm, SIMILARITY, SCAN],
+            [norm, norm, tenant, norm, norm, SIMILARITY, SCAN],
         )
         found: list[tuple[tuple[Any, ...], float, str]] = []
         for *row, rank, is_ref in text:
@@ -273,9 +278,15 @@ class _Postgres(_Backend):
                 found.append((tuple(row), 1.0, "external_ref"))
             else:
                 how = "name" if norm in row[2].casefold() else "external_ref"
-                found.append((tuple(row), 0.5 + _fraction(rank) / 2, how))
-        found += [(tuple(row), float(sim), "name") for *row, sim in names]
-        found += [(tuple(row), float(sim), "alias") for *row, sim in aliases]
+                exact = norm == " ".join(row[2].split()).casefold()
+                found.append(
+                    (tuple(row), 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4, how)
+                )
+        found += [(tuple(row), float(sim) * NEAR, "name") for *row, sim in names]
+        found += [
+            (tuple(row), 1.0 if exact else float(sim) * NEAR, "alias")
+            for *row, sim, exact in aliases
+        ]
         return _merge_entities(found)
 
     def versions(
@@ -296,26 +307,7 @@ class _Postgres(_Backend):
         narrow, narrow_params = _narrowing(tenant, query)
         where += narrow
         params += narrow_params
-        ids = list(named)
-        branches: list[tuple[str, list[Any]]] = [
-            (f"{doc} @@ websearch_to_tsquery('english', %s)", [query.q]),
-        ]
-        if ids:
-            branches.append(("v.subject_id = ANY(%s)", [ids]))
-            branches.append(
-                (
-                    "v.id IN (SELECT r.version_id FROM memory_entityreference r "
-                    "WHERE r.tenant_id = %s AND r.entity_id = ANY(%s))",
-                    [tenant, ids],
-                )
-            )
-        union = " UNION ".join(
-            f"(SELECT v.id FROM memory_memoryversion v WHERE {where} AND {cond} LIMIT %s)"  # noqa: S608 - constant SQL, bound values
-            for cond, _ in branches
-        )
-        union_params: list[Any] = []
-        for _, extra in branches:
-            union_params += [*params, *extra, SCAN]
+        # By text: ranked, with the members that matched (the costly part, so bounded).
         rows = _rows(
             f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), "  # noqa: S608 - constant SQL, bound values
             "array_remove(ARRAY["
@@ -324,9 +316,23 @@ class _Postgres(_Backend):
             "CASE WHEN to_tsvector('english', coalesce(v.value::text, '')) @@ query "
             "THEN 'value' END], NULL) "
             "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
-            f"WHERE v.id IN ({union})",
-            [query.q, *union_params],
+            f"WHERE v.id IN (SELECT v.id FROM memory_memoryversion v WHERE {where} "
+            f"AND {doc} @@ websearch_to_tsquery('english', %s) LIMIT %s)",
+            [query.q, *params, query.q, SCAN],
         )
+        ids = list(named)
+        if ids:
+            # Through the entities the text names: their own facts and those referencing
+            # them, each branch on its own index; ranked by the entity, no text work.
+            rows += _rows(
+                f"SELECT {_VERSION_COLUMNS}, 0.0, ARRAY[]::text[] FROM memory_memoryversion v "  # noqa: S608 - constant SQL, bound values
+                f"WHERE v.id IN ((SELECT v.id FROM memory_memoryversion v WHERE {where} "
+                "AND v.subject_id = ANY(%s) LIMIT %s) UNION (SELECT v.id FROM "
+                f"memory_memoryversion v WHERE {where} AND v.id IN (SELECT r.version_id FROM "
+                "memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id = ANY(%s)) "
+                "LIMIT %s))",
+                [*params, ids, SCAN, *params, tenant, ids, SCAN],
+            )
         return _version_candidates(rows, query, named)
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
@@ -404,7 +410,8 @@ class _Sqlite(_Backend):
             for *row, rank, on_name in rows:
                 exact = norm in (row[2].casefold(), (row[3] or "").casefold())
                 how = "name" if on_name else "external_ref"
-                found.append((tuple(row), 1.0 if exact else 0.5 + _fraction(rank) / 2, how))
+                score = 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4
+                found.append((tuple(row), score, how))
             aliases = _rows(
                 f"SELECT {cols}, -bm25(memory_alias_fts), a.normalized FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
                 "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
@@ -413,7 +420,7 @@ class _Sqlite(_Backend):
                 [match, tenant, SCAN],
             )
             for *row, rank, alias in aliases:
-                score = 1.0 if alias == norm else 0.5 + _fraction(rank) / 2
+                score = 1.0 if alias == norm else FOLLOW_SCORE + _fraction(rank) / 4
                 found.append((tuple(row), score, "alias"))
         return _merge_entities(found)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from memory import tenancy
+from memory.erasure import erasure_continue
+from memory.models import MemoryVersion
 from tests.api.support import (
     Written,
     assert_problem,
@@ -13,6 +15,7 @@ from tests.api.support import (
     preference_body,
     record_source,
 )
+from tests.approvals.support import person
 from tests.conftest import World
 from tests.discovery.support import get, propose, seed
 
@@ -224,3 +227,37 @@ def test_filters_narrow_to_facts_about_a_subject_of_a_kind_and_status(
 
     assert [r["id"] for r in about_acme] == [seeds.employer]
     assert about_dana == [] and rules == [] and retired == []
+
+
+def test_erasing_a_person_takes_the_facts_that_reference_her_and_no_others(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    seeds = seed(world, django_capture_on_commit_callbacks)
+    said = record_source(world.client("agent"), content="Acme's buyer is Sarah.")
+    contact = propose(
+        world,
+        django_capture_on_commit_callbacks,
+        "agent",
+        preference_body(
+            seeds.acme,
+            said,
+            field="procurement_contact",
+            value={"entity": seeds.sarah},
+            statement="Acme's procurement contact is Sarah Chen.",
+        ),
+    )
+    person(world, "erin", "erase_subject")
+    with django_capture_on_commit_callbacks(execute=True):
+        started = world.client("erin").post(
+            f"/api/v1/entities/{seeds.sarah}/erase", {"reason": "Art. 17"}, "json"
+        )
+    assert started.status_code == 202, started.content
+    erasure_continue(started.json()["erasure"])
+
+    erased = MemoryVersion.objects.get(item_id=contact["id"])
+    address = MemoryVersion.objects.get(item_id=seeds.address)
+    assert (erased.status, erased.value, erased.statement) == ("retired", None, "")
+    assert erased.erased_at is not None
+    assert (address.status, address.value) == ("active", "12 Elm Street")
+    assert results(get(world, "agent", "/search", q="procurement contact")) == []
+    assert results(get(world, "agent", "/search", q="Elm"))[0]["id"] == seeds.address
