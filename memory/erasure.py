@@ -17,7 +17,8 @@ the counts are exact after any crash and restart.
 Phases:
 
 - ``versions``: every version's ``value``, ``statement``, ``basis`` and status reason are
-  replaced by nothing and ``erased_at`` set; their custom scenarios lose their context;
+  replaced by nothing and ``erased_at`` set (also of versions of other subjects whose value
+  references this one: ``memory.references``; their items were retired at the start); their custom scenarios lose their context;
   the layers above clear what they hang on the versions (``erasure_versions_step``: the
   reviewers' comments, the contexts of the stored check results).
 - ``sources``: a source cited only by this subject's versions loses ``content``,
