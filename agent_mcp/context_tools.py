@@ -40,9 +40,10 @@ def clarify(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe_fields(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
+    """REST's list shape either way (one output schema): one entry, or every entry."""
     name = validated(FieldArguments, args).get("name")
     if name:
-        return catalog.field_read(principal, name)
+        return {"results": [catalog.field_read(principal, name)]}
     return catalog.field_listed(principal)
 
 

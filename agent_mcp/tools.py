@@ -312,8 +312,27 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "field": {"type": "string", "description": "What it is about, e.g. delivery_address."},
             **_CONTENT,
+            "value_mention": {
+                "type": "string",
+                "description": "Instead of value, when the user pointed rather than said "
+                "('send it there'): the words as said. The answer's 'needs_clarification' "
+                "asks which value is meant (answer it with clarify). A value that is only "
+                "'there', 'it' or 'the usual' is treated the same way.",
+            },
+            "value_options": {
+                "type": "array",
+                "description": "With value_mention: the values you think may be meant, beside "
+                "the ones Memgov holds for the subject and field.",
+                "items": {
+                    "type": "object",
+                    "properties": {"label": {"type": "string"}, "value": {}},
+                    "required": ["value"],
+                    "additionalProperties": False,
+                },
+            },
         },
-        required=("kind", "field", "value", "statement", "scope", "owner", "expires_at"),
+        # value may give way to value_mention; expires_at to the field catalog's default.
+        required=("kind", "field", "statement", "scope", "owner"),
         run=_propose,
         writes=True,
     ),

@@ -57,12 +57,12 @@ class SearchPageOut(_Base):
     next = serializers.URLField(allow_null=True)
 
 
-class FactOut(MemoryOut):
+class EntityFactOut(MemoryOut):
     relation = serializers.ChoiceField(["subject", "referenced"])
 
 
 class FactPageOut(_Base):
-    results = FactOut(many=True)
+    results = EntityFactOut(many=True)
     next = serializers.URLField(allow_null=True)
 
 

@@ -28,6 +28,9 @@ MIRRORS: dict[str, tuple[str, str, bool]] = {
     "add_alias": ("entity_alias_add", "201", False),
     "list_entity_kinds": ("entity_kinds", "200", False),
     "match_external_ref": ("entity_match_external_ref", "200", False),
+    "build_context": ("context_build", "200", False),
+    "clarify": ("memory_clarify", "200", False),
+    "describe_fields": ("field_list", "200", False),
 }
 _REF = re.compile(r'"\$ref": "#/\$defs/([^"]+)"')
 

@@ -30,6 +30,10 @@ TOOL_NAMES = [
     "add_alias",
     "list_entity_kinds",
     "match_external_ref",
+    # The context block, clarification and the field catalog (agent_mcp.context_tools).
+    "build_context",
+    "clarify",
+    "describe_fields",
 ]
 
 

@@ -15,7 +15,7 @@ from memory.grants import permission_grant
 from memory.models import FieldDefinition, MemoryVersion
 from tests.api.support import record_source, task_fact_body
 from tests.conftest import World, later, needs
-from tests.mcp.support import InProcess, problem
+from tests.mcp.support import InProcess, answer, problem
 from tests.resolve.conftest import Story, resolve
 
 ORDER_SERVICE = {
@@ -218,3 +218,16 @@ def test_a_field_of_another_tenant_marks_nothing_here(admin, dana, order_address
     body = resolve(admin.client("agent"), subject=dana, context={"task": "order-a"})
 
     assert "advisory" not in body["facts"][0]
+
+
+def test_an_agent_reads_the_catalog_over_mcp_before_proposing(admin):
+    define(admin)
+    agent = InProcess(admin.keys["agent"])
+
+    one = answer(agent.call("describe_fields", {"name": "delivery_address"}))
+    every = answer(agent.call("describe_fields", {}))
+
+    assert one == every
+    assert one["results"][0]["authoritative_system"] == ORDER_SERVICE
+    assert one["results"][0]["value_schema"] == {"type": "string", "minLength": 3}
+    problem(agent.call("describe_fields", {"name": "gate_code"}), 404)
