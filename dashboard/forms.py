@@ -113,6 +113,29 @@ class ScenarioForm(DashboardForm):
 LINK_CONFIRM_REQUIRED = "Tick the box to confirm what linking does."
 
 
+class CorrectionForm(DashboardForm):
+    """What the owner changes after failed checks; everything else is copied from the
+    failed version (``memory_correct``), and the new version goes to review again."""
+
+    id_prefix = "correct"
+    value = forms.JSONField(help_text='JSON, e.g. "4 Dock Road" (with the quotes).')
+    statement = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One sentence a person can check against the evidence.",
+    )
+    scope = ContextField(
+        required=False, max_length=2000, help_text="dimension=value, separated by commas"
+    )
+
+    def correction(self) -> dict[str, Any]:
+        return {
+            "value": self.cleaned_data["value"],
+            "statement": self.cleaned_data["statement"],
+            "scope": self.cleaned_data["scope"],
+        }
+
+
 class LinkSubjectForm(forms.Form):
     subject = forms.CharField(max_length=40, label="Entity")
     # Linking a preference can activate it without review: the page says so, and the

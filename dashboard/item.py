@@ -33,6 +33,7 @@ from dashboard.browse import entity_choices
 from dashboard.history import lineage_timeline, version_diff
 from dashboard.impact import CheckView, check_views, impact_rows
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
+from memory import proposals
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.representations import checks_summary
@@ -102,6 +103,7 @@ class Abilities:
     already_decided: bool
     is_proposer: bool
     link: bool
+    correct: bool
 
 
 def abilities(
@@ -124,6 +126,8 @@ def abilities(
         already_decided=decided,
         is_proposer=proposer,
         link=head.status == Status.HELD_UNRESOLVED and reviewer,
+        # The owner is told of failed checks and is the one to fix them (issue 37).
+        correct=head.status == Status.CHECKS_FAILED and head.owner_id == user.pk,
     )
 
 
@@ -148,6 +152,13 @@ def item_context(
         "scenario_form": dashboard_forms.ScenarioForm(),
         "revoke_form": dashboard_forms.RevokeSourceForm(),
         "link_form": dashboard_forms.LinkSubjectForm(),
+        "correct_form": dashboard_forms.CorrectionForm(
+            initial={
+                "value": head.value,
+                "statement": head.statement,
+                "scope": ", ".join(f"{dim}={value}" for dim, value in head.scope.items()),
+            }
+        ),
         "new_subject_form": dashboard_forms.NewSubjectForm(
             initial={"name": item.subject_mention, "aliases": item.subject_mention}
         ),
@@ -310,6 +321,16 @@ def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> s
     return f"Created the entity. {linked_message(version)}"
 
 
+def _correct(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    version = proposals.memory_correct(
+        principal=principal,
+        item=item,
+        if_match=str(item.head_version),
+        data={k: data[k] for k in ("value", "statement", "scope")},
+    )
+    return f"Correction proposed as version {version.number}; it is now {version.status}."
+
+
 def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
     services.scenario_add(principal=principal, item=item, data=data)
     if item.versions.get(number=item.head_version).status == Status.PENDING_REVIEW:
@@ -361,6 +382,14 @@ def create_subject(request: HttpRequest, principal: Principal, memory_id: str) -
 @dashboard_view
 def recheck(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
     return _perform(request, principal, memory_id, "recheck_form", forms.Form, _recheck)
+
+
+@require_POST
+@dashboard_view
+def correct(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(
+        request, principal, memory_id, "correct_form", dashboard_forms.CorrectionForm, _correct
+    )
 
 
 @require_POST

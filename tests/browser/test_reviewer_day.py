@@ -149,7 +149,7 @@ def test_a_scenario_added_reruns_the_preview_and_shows_its_result_before_approve
     screenshot(page, "item_scenario_preview_failed_1280")
 
 
-def test_a_failed_check_reads_as_one_sentence_with_statements_in_the_status_line(
+def test_a_failed_check_reads_as_one_sentence_and_its_owner_proposes_a_correction(
     site: Site,
 ) -> None:
     memory_id = site.demo.items["order_a"]
@@ -176,3 +176,23 @@ def test_a_failed_check_reads_as_one_sentence_with_statements_in_the_status_line
     assert "mem_" not in head_text and "expected" not in head_text and "custom #" not in head_text
     _fits(page)
     screenshot(page, "item_checks_failed_sentence_1280")
+    expect(page.locator("#correct")).to_have_count(0)  # rita approved; sam owns it
+
+    owner = site.page(width=1400)
+    site.sign_in(owner, "sam")
+    owner.goto(f"{site.url}/memories/{memory_id}/")
+    correct = owner.locator("#correct")
+    expect(correct).to_contain_text("Propose a correction")
+    expect(correct.get_by_label("Scope")).to_have_value("task=order-a")
+    correct.get_by_label("Statement").fill("Order order-a goes to Dana's office, 4 Dock Road.")
+    screenshot(owner, "item_propose_correction_1400")
+    correct.get_by_role("button", name="Propose version 2").click()
+
+    expect(owner.get_by_role("status").first).to_have_text(
+        "Correction proposed as version 2; it is now pending_review."
+    )
+    expect(owner.locator(".page-head h1")).to_have_text(
+        "Order order-a goes to Dana's office, 4 Dock Road."
+    )
+    statuses = dict(MemoryVersion.objects.filter(item_id=memory_id).values_list("number", "status"))
+    assert statuses == {1: "superseded", 2: "pending_review"}
