@@ -6,13 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
 from api.base import MemgovAPIView
-from api.openapi import EntityOut, MatchOut, MemoryOut
+from api.openapi import (
+    EntityKindsOut,
+    ExternalRefMatchOut,
+    FactPageOut,
+    ProposalPageOut,
+    SearchPageOut,
+)
 from api.pagination import paginate
 from contract import discovery
 from core.errors import InvalidContent
@@ -21,82 +26,6 @@ from core.kinds import MemoryKind
 from memory import references, selectors
 from memory.models import Status
 from memory.representations import memory_representation
-
-_Base = serializers.Serializer[Any]
-
-
-class SearchResultOut(_Base):
-    type = serializers.ChoiceField(["entity", "memory", "source"])
-    id = serializers.CharField(help_text="ent_…, mem_… or src_…")
-    statement = serializers.CharField(allow_blank=True, help_text="One line, at most 160 chars.")
-    status = serializers.CharField(
-        help_text="A memory version's status; 'active' or 'erased' for an entity; "
-        "'recorded' or 'revoked' for a source."
-    )
-    matched = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="Why it matched: name, alias, external_ref (entity); field, statement, "
-        "value, text, subject, referenced_entity (memory); content (source).",
-    )
-    score = serializers.FloatField(help_text="Relative, for ordering only.")
-    kind = serializers.CharField(help_text="The entity's, memory's or source's kind.")
-    name = serializers.CharField(required=False, help_text="entity")
-    external_ref = serializers.CharField(
-        required=False, allow_null=True, help_text="entity, source"
-    )
-    version = serializers.IntegerField(required=False, help_text="memory: the matched version")
-    subject = serializers.CharField(required=False, allow_null=True, help_text="memory")
-    field = serializers.CharField(required=False, help_text="memory")
-    references = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="memory: referenced entities"
-    )
-
-
-class SearchPageOut(_Base):
-    results = SearchResultOut(many=True)
-    next = serializers.URLField(allow_null=True)
-
-
-class EntityFactOut(MemoryOut):
-    relation = serializers.ChoiceField(["subject", "referenced"])
-
-
-class FactPageOut(_Base):
-    results = EntityFactOut(many=True)
-    next = serializers.URLField(allow_null=True)
-
-
-class ProposalOut(_Base):
-    memory_id = serializers.CharField()
-    version = serializers.IntegerField(min_value=1)
-    kind = serializers.ChoiceField(MemoryKind.values)
-    subject = serializers.CharField(allow_null=True)
-    subject_mention = serializers.CharField(allow_null=True)
-    field = serializers.CharField()
-    statement = serializers.CharField(allow_blank=True)
-    status = serializers.ChoiceField(Status.values)
-    in_use = serializers.BooleanField()
-    reasons = serializers.ListField(child=serializers.CharField())
-    recorded_at = serializers.DateTimeField()
-    status_changed_at = serializers.DateTimeField()
-
-
-class ProposalPageOut(_Base):
-    results = ProposalOut(many=True)
-    next = serializers.URLField(allow_null=True)
-
-
-class EntityKindOut(_Base):
-    kind = serializers.CharField()
-    entities = serializers.IntegerField(min_value=1)
-
-
-class EntityKindsOut(_Base):
-    kinds = EntityKindOut(many=True)
-
-
-class ExternalRefMatchOut(MatchOut):
-    candidates = EntityOut(many=True)  # type: ignore[assignment]
 
 
 def _params(request: Request) -> dict[str, Any]:
