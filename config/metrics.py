@@ -3,8 +3,9 @@
 Counters and histograms are recorded where things happen (requests, resolves, check
 runs, Celery tasks); under gunicorn each process writes them to PROMETHEUS_MULTIPROC_DIR
 (deploy/gunicorn.conf.py) and a scrape adds them up. What is a state, not an event —
-the Celery queue's length and the age of its oldest message, reviews waiting by kind —
-is read at scrape time from Redis and the database, so every replica reports the truth.
+each Celery queue's length and the age of its oldest message, reviews waiting by kind,
+the outbox and webhook backlogs, PostgreSQL's connections against its limit — is read at
+scrape time from Redis and the database, so every replica reports the truth.
 
 Cache hit ratio: ``sum(rate(memgov_resolve_cache_total{outcome="hit"}[5m])) /
 sum(rate(memgov_resolve_cache_total{outcome=~"hit|miss"}[5m]))``."""
@@ -18,8 +19,10 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError, connection
 from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -27,6 +30,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -91,20 +95,61 @@ def check_run_finished(run: str, passed: bool, seconds: float) -> None:
     CHECK_RUN_DURATION.labels(run, "passed" if passed else "failed").observe(seconds)
 
 
-def _queued_messages() -> list[bytes]:
-    """The raw messages waiting in the default Celery queue, oldest first."""
+WEBHOOK_ATTEMPTS = Counter(
+    "memgov_webhook_attempts",
+    "Webhook delivery attempts by outcome: delivered or failed (refused, timed out, unreachable).",
+    ["outcome"],
+)
+# Per process; "livesum" adds up the live gunicorn workers (dead ones drop out), so the
+# scrape shows the web role's busy threads and its thread capacity.
+REQUESTS_IN_FLIGHT = Gauge(
+    "memgov_web_requests_in_flight",
+    "Requests being answered now, over every web worker process.",
+    multiprocess_mode="livesum",
+)
+WEB_THREADS = Gauge(
+    "memgov_web_threads",
+    "Request threads of the web worker processes (saturation: in flight / threads).",
+    multiprocess_mode="livesum",
+)
+
+
+def webhook_attempted(delivered: bool) -> None:
+    WEBHOOK_ATTEMPTS.labels("delivered" if delivered else "failed").inc()
+
+
+def _queue_names() -> tuple[str, ...]:
+    from config.celery import QUEUES  # noqa: PLC0415 - config.celery imports this module
+
+    return QUEUES
+
+
+@functools.cache
+def _broker_client(url: str) -> Redis:
+    """One pooled client per process: a scrape opens no connection of its own."""
+    return Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+
+
+def _queue_heads() -> dict[str, tuple[int, bytes | None]]:
+    """Each Celery queue's length and its oldest message, without reading the rest: a
+    backlog of a million messages costs a scrape two commands per queue, not a million."""
     broker = str(settings.CELERY_BROKER_URL)
     if broker.startswith("filesystem://"):
         folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
-        files = sorted(folder.glob("*.msg"), key=lambda p: p.stat().st_mtime)
-        return [p.read_bytes() for p in files]
-    client = Redis.from_url(broker, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        # kombu pushes on the left and pops on the right: the oldest is the last.
-        oldest_last = client.lrange("celery", 0, -1)
-    finally:
-        client.close()
-    return [m if isinstance(m, bytes) else m.encode() for m in reversed(oldest_last)]
+        heads: dict[str, tuple[int, bytes | None]] = {}
+        for queue in _queue_names():
+            files = list(folder.glob(f"*.{queue}.msg"))
+            oldest = min(files, key=lambda p: p.stat().st_mtime) if files else None
+            heads[queue] = (len(files), oldest.read_bytes() if oldest else None)
+        return heads
+    pipe = _broker_client(broker).pipeline(transaction=False)
+    for queue in _queue_names():
+        pipe.llen(queue)
+        pipe.lindex(queue, -1)  # kombu pushes on the left: the oldest is the last
+    answers: list[Any] = pipe.execute()
+    return {
+        queue: (int(answers[2 * i]), answers[2 * i + 1]) for i, queue in enumerate(_queue_names())
+    }
 
 
 def _sent_at(raw: bytes) -> float | None:
@@ -120,7 +165,11 @@ class LiveCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from self._queue()
-        yield from self._reviews()
+        try:  # gathered first: a database outage leaves these out, never fails the scrape
+            from_database = [*self._reviews(), *self._backlogs(), *self._database_connections()]
+        except DatabaseError:
+            return
+        yield from from_database
 
     def _queue(self) -> Iterator[GaugeMetricFamily]:
         length = GaugeMetricFamily(
@@ -132,12 +181,13 @@ class LiveCollector(Collector):
             labels=["queue"],
         )
         try:
-            messages = _queued_messages()
+            heads = _queue_heads()
         except Exception:  # a broker outage shows as missing series, never a 500
             return
-        length.add_metric(["celery"], len(messages))
-        sent = [s for s in map(_sent_at, messages) if s is not None]
-        age.add_metric(["celery"], max(0.0, time.time() - min(sent)) if sent else 0.0)
+        for queue, (waiting, oldest) in heads.items():
+            length.add_metric([queue], waiting)
+            sent = _sent_at(oldest) if oldest else None
+            age.add_metric([queue], max(0.0, time.time() - sent) if sent else 0.0)
         yield length
         yield age
 
@@ -168,6 +218,70 @@ class LiveCollector(Collector):
             age.add_metric([kind], max(0.0, waited))
         yield count
         yield age
+
+    def _backlogs(self) -> Iterator[GaugeMetricFamily]:
+        """Side effects not yet dispatched (a broker outage piles them up) and webhook
+        deliveries failing (retrying, or given up with their endpoint disabled)."""
+        from core.models import Outbox  # noqa: PLC0415 - scrape time only
+        from webhooks.models import WebhookDelivery, WebhookEndpoint  # noqa: PLC0415
+
+        waiting = Outbox.objects.filter(dispatched_at__isnull=True).aggregate(
+            n=Count("pk"), oldest=Min("created_at")
+        )
+        outbox = GaugeMetricFamily(
+            "memgov_outbox_undispatched", "Side effects waiting to be dispatched."
+        )
+        outbox.add_metric([], waiting["n"])
+        yield outbox
+        outbox_age = GaugeMetricFamily(
+            "memgov_outbox_oldest_undispatched_age_seconds",
+            "How long the oldest undispatched side effect has waited.",
+        )
+        oldest = waiting["oldest"]
+        outbox_age.add_metric([], (timezone.now() - oldest).total_seconds() if oldest else 0.0)
+        yield outbox_age
+        retrying = GaugeMetricFamily(
+            "memgov_webhook_deliveries_retrying",
+            "Webhook deliveries that failed at least once and will be tried again.",
+        )
+        retrying.add_metric(
+            [],
+            WebhookDelivery.objects.filter(
+                status=WebhookDelivery.Status.PENDING, attempts__gt=0
+            ).count(),
+        )
+        yield retrying
+        disabled = GaugeMetricFamily(
+            "memgov_webhook_endpoints_disabled",
+            "Webhook endpoints disabled after a day of failed deliveries.",
+        )
+        disabled.add_metric(
+            [],
+            WebhookEndpoint.objects.filter(
+                status=WebhookEndpoint.Status.DISABLED, deleted_at__isnull=True
+            ).count(),
+        )
+        yield disabled
+
+    def _database_connections(self) -> Iterator[GaugeMetricFamily]:
+        """PostgreSQL's connections in use against its limit: every web thread, worker
+        process and beat holds one (docs/operations.md, Connection budget)."""
+        if connection.vendor != "postgresql":
+            return
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*), current_setting('max_connections')::int "
+                "FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            )
+            used, limit = cursor.fetchone()
+        in_use = GaugeMetricFamily(
+            "memgov_db_connections", "Connections open to the PostgreSQL server (all clients)."
+        )
+        in_use.add_metric([], used)
+        yield in_use
+        maximum = GaugeMetricFamily("memgov_db_max_connections", "PostgreSQL's max_connections.")
+        maximum.add_metric([], limit)
+        yield maximum
 
 
 def recorded_registry() -> CollectorRegistry:

@@ -25,6 +25,9 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"  # noqa: S105 - DEBUG only
+# Rotation: the new key in SECRET_KEY, the old ones here (comma-separated) until sessions
+# and signed values made with them have expired (docs/operations.md).
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 
 # Loopback only unless told otherwise: never a wildcard, and a local run without DEBUG works.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])

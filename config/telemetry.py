@@ -60,6 +60,7 @@ class RequestTelemetryMiddleware:
         rid = logs.incoming_request_id(request.headers.get(logs.REQUEST_ID_HEADER))
         token = logs.request_id.set(rid)
         started = time.perf_counter()
+        metrics.REQUESTS_IN_FLIGHT.inc()
         try:
             response = self.get_response(request)
             response[logs.REQUEST_ID_HEADER] = rid
@@ -69,6 +70,7 @@ class RequestTelemetryMiddleware:
             )
             return response
         finally:
+            metrics.REQUESTS_IN_FLIGHT.dec()
             logs.request_id.reset(token)
 
 

@@ -65,11 +65,13 @@ def post_worker_init(worker: Any) -> None:
     """Each worker answers probes from its own thread (config/probes.py). A web worker on
     other Redis databases than the deployment's other processes would serve answers they
     invalidated: it stops here, and gunicorn with it."""
+    from config.metrics import WEB_THREADS  # noqa: PLC0415
     from config.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
     from core.deployment import check_redis_databases  # noqa: PLC0415
 
     if probe_port:
         serve_probes(_probe_host(str(worker.cfg.bind[0])), probe_port)
+    WEB_THREADS.set(worker.cfg.threads)  # capacity, beside memgov_web_requests_in_flight
     check_redis_databases()
 
 

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config import metrics
 from core.outbox import BROKER_DOWN
 from memory.events import REASON_CHARS
 from webhooks import signing, transport
@@ -234,6 +235,7 @@ def delivery_attempt(delivery_id: str) -> str:
         )
         return WebhookDelivery.Status.FAILED
     outcome = _post(endpoint, delivery, now)
+    metrics.webhook_attempted(outcome.delivered)
     return _record(delivery_id, outcome)
 
 

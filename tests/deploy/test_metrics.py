@@ -9,21 +9,30 @@ import re
 import socket
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
+import redis
+import yaml
+from django.conf import settings
+from django.db import OperationalError, connection
+from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import tasks
+from config import metrics
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
 from config.metrics import serve_worker_metrics
+from core.models import Outbox
 from memory import cache
 from memory.models import MemoryVersion
-from tests.conftest import later
+from tests.conftest import later, needs
 from tests.deploy.support import DEPLOY
 from tests.resolve.conftest import Story
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 TOKEN = "scrape-token-for-tests"
 
@@ -177,24 +186,146 @@ def test_a_worker_serves_its_task_and_check_series_on_its_own_port(db):
     assert runs and runs[0] >= 1
 
 
-def test_the_grafana_dashboard_queries_only_series_that_exist():
-    dashboard = json.loads((DEPLOY / "grafana" / "memgov.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
-    used = {name for e in exprs for name in re.findall(r"\b(memgov_[a-z_]+)", e)}
+LIVE = {
+    "memgov_celery_queue_length",
+    "memgov_celery_oldest_message_age_seconds",
+    "memgov_pending_reviews",
+    "memgov_pending_review_oldest_age_seconds",
+    "memgov_outbox_undispatched",
+    "memgov_outbox_oldest_undispatched_age_seconds",
+    "memgov_webhook_deliveries_retrying",
+    "memgov_webhook_endpoints_disabled",
+    "memgov_db_connections",
+    "memgov_db_max_connections",
+}
+
+
+def _recorded() -> set[str]:
     suffixes = {"histogram": ("_bucket", "_count", "_sum"), "counter": ("_total",)}
-    recorded = {
+    return {
         family.name + suffix
         for family in REGISTRY.collect()
         for suffix in suffixes.get(family.type, ("",))
     }
-    live = {
-        "memgov_celery_queue_length",
-        "memgov_celery_oldest_message_age_seconds",
-        "memgov_pending_reviews",
-        "memgov_pending_review_oldest_age_seconds",
+
+
+def _series(exprs: list[str]) -> set[str]:
+    return {name for e in exprs for name in re.findall(r"\b(memgov_[a-z_]+)", e)}
+
+
+def test_the_grafana_dashboard_queries_only_series_that_exist():
+    dashboard = json.loads((DEPLOY / "grafana" / "memgov.json").read_text())
+    used = _series([t["expr"] for p in dashboard["panels"] for t in p["targets"]])
+
+    assert len(dashboard["panels"]) == 16
+    assert used - LIVE <= _recorded()
+    assert used >= LIVE
+    assert "memgov_resolve_cache_total" in used
+    assert {"memgov_web_requests_in_flight", "memgov_web_threads"} <= used
+
+
+def test_every_alert_rule_names_existing_series_and_a_runbook_that_exists():
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "memgov-rules.yaml").read_text())
+    [group] = rules["groups"]
+    operations = (DEPLOY.parent / "docs" / "operations.md").read_text()
+    anchors = {
+        "#" + re.sub(r"[^a-z0-9 -]", "", line.lstrip("# ").lower()).replace(" ", "-")
+        for line in operations.splitlines()
+        if line.startswith("#")
     }
 
-    assert len(dashboard["panels"]) == 11
-    assert used - live <= recorded
-    assert live <= used
-    assert "memgov_resolve_cache_total" in used
+    used = _series([rule["expr"] for rule in group["rules"]])
+    assert used - LIVE <= _recorded()
+    for rule in group["rules"]:
+        assert rule["labels"]["severity"] in {"critical", "warning", "info"}, rule["alert"]
+        runbook = rule["annotations"]["runbook"]
+        assert runbook.startswith("docs/operations.md#"), rule["alert"]
+        assert runbook.removeprefix("docs/operations.md") in anchors, runbook
+    assert "memgov_db_connections" in used  # point 12: the connection budget is alerted on
+
+
+@needs("redis")
+def test_a_scrape_reads_each_queue_by_its_head_not_the_whole_queue(scraper, db, queue):
+    """LLEN and LINDEX per queue: a backlog costs a scrape nothing more."""
+    broker = redis.Redis.from_url(str(settings.CELERY_BROKER_URL))
+    for _ in range(3):
+        tasks.expire_due_memory.delay()
+
+    def calls(command: str) -> int:
+        return int(broker.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+    before = {command: calls(command) for command in ("lrange", "llen", "lindex")}
+    scraped = scraper()
+    after = {command: calls(command) for command in ("lrange", "llen", "lindex")}
+
+    assert sample(scraped, "memgov_celery_queue_length", queue="celery") == 3
+    assert sample(scraped, "memgov_celery_queue_length", queue="webhooks") == 0
+    assert after["lrange"] == before["lrange"]
+    assert after["llen"] - before["llen"] >= 2  # both queues
+    assert after["lindex"] - before["lindex"] >= 2
+
+
+def test_the_outbox_and_webhook_backlogs_are_gauged(world, scraper):
+    now = timezone.now()
+    Outbox.objects.create(kind="notify", payload={}, created_at=now - timedelta(minutes=2))
+    endpoint = WebhookEndpoint.objects.create(
+        tenant=world.tenant,
+        url="https://receiver.example/hook",
+        secret="s",
+        created_by=world.users["rita"],
+        created_at=now,
+        status=WebhookEndpoint.Status.DISABLED,
+    )
+    WebhookDelivery.objects.create(
+        tenant=world.tenant,
+        endpoint=endpoint,
+        event_id="evt_1",
+        event_type="memory.activated",
+        body="{}",
+        attempts=2,
+        created_at=now,
+    )
+
+    scraped = scraper()
+
+    assert sample(scraped, "memgov_outbox_undispatched") == 1
+    assert 110 < sample(scraped, "memgov_outbox_oldest_undispatched_age_seconds") < 600
+    assert sample(scraped, "memgov_webhook_deliveries_retrying") == 1
+    assert sample(scraped, "memgov_webhook_endpoints_disabled") == 1
+
+
+@needs("postgres")
+def test_postgresql_connections_are_gauged_against_its_limit(scraper, db):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_connections")
+        limit = int(cursor.fetchone()[0])
+
+    scraped = scraper()
+
+    assert sample(scraped, "memgov_db_max_connections") == limit
+    assert 1 <= sample(scraped, "memgov_db_connections") <= limit
+
+
+def test_a_failed_webhook_attempt_is_counted(world):
+    failed = metrics.WEBHOOK_ATTEMPTS.labels("failed")
+    before = failed._value.get()
+
+    metrics.webhook_attempted(delivered=False)
+
+    assert failed._value.get() == before + 1
+
+
+def test_a_scrape_during_a_database_outage_still_answers_with_the_queue(scraper, db, monkeypatch):
+    def down(self: Any) -> Iterator[Any]:
+        raise OperationalError("connection timed out")
+
+    monkeypatch.setattr(metrics.LiveCollector, "_reviews", down)
+
+    scraped = scraper()
+
+    assert ("memgov_pending_reviews", (("kind", "task_fact"),)) not in scraped
+    assert any(name == "memgov_celery_queue_length" for name, _ in scraped)
+
+
+def test_the_image_serves_worker_metrics_by_default():
+    assert "MEMGOV_WORKER_METRICS_PORT=9808" in (DEPLOY / "Dockerfile").read_text()
