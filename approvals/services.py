@@ -26,7 +26,12 @@ from core.errors import Conflict, Forbidden, InvalidContent
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import catalog, clarifications, events, rules
-from memory.effects import after_checks_requested, after_scenario_added, after_version_recorded
+from memory.effects import (
+    after_checks_requested,
+    after_retired,
+    after_scenario_added,
+    after_version_recorded,
+)
 from memory.entities import entity_record
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
@@ -383,7 +388,11 @@ def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[
                 actor=principal.name,
                 reason=f"source {locked.pk} revoked: {reason}",
                 flag_event="retired",
+                announce=False,
             )
+        # One revocation is one event: each owner gets one email naming every memory
+        # of theirs it ended, not one email per memory (issue 37).
+        after_retired(every)
         events.event_emit(
             tenant=locked.tenant,
             event_type=events.SOURCE_REVOKED,

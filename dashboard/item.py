@@ -400,6 +400,15 @@ def add_scenario(request: HttpRequest, principal: Principal, memory_id: str) -> 
     )
 
 
+def _revoked_message(ended: int) -> str:
+    """Counts, not ids: the reviewer reads what happened, the audit log keeps the ids."""
+    if not ended:
+        return "Source revoked. No memory in use was based on it."
+    if ended == 1:
+        return "Source revoked. The memory based on it was retired; its owner is told by email."
+    return f"Source revoked. {ended} memories based on it were retired; owners are told by email."
+
+
 @require_POST
 @dashboard_view
 def revoke_source(request: HttpRequest, principal: Principal, source_id: str) -> HttpResponse:
@@ -425,9 +434,7 @@ def revoke_source(request: HttpRequest, principal: Principal, source_id: str) ->
         if memory_id:
             return render_item(request, principal, memory_id, status=exc.status)
         return error_page(request, exc)
-    messages.success(
-        request, f"Source {source.pk} revoked; retired: {', '.join(affected) or 'nothing'}."
-    )
+    messages.success(request, _revoked_message(len(affected)))
     if memory_id:
         return redirect(reverse("dashboard:item", args=[memory_id]))
     return redirect(reverse("dashboard:queue"))

@@ -117,7 +117,7 @@ def test_retiring_an_item_with_an_open_correction_sends_its_owner_one_email(
     assert _one_per_person(smtp) == ["lena@example.com"]
     (message,) = smtp.to("lena@example.com")
     body = _well_written(message)
-    assert message["Subject"] == f"[Memgov] Retired: material_checks ({memory['id']})"
+    assert _subject(message) == f"[Memgov] Retired: “{STATEMENT}”"
     assert f"versions 1 and 2 of {memory['id']}" in body
     assert "Reason: APR-2291 was withdrawn" in body
     assert STATEMENT in body

@@ -101,7 +101,7 @@ def test_the_owner_is_told_by_email_that_the_item_was_retired(flow: Flow):
 
     [email] = mail.outbox
     assert email.to == ["lena@example.com"]
-    assert email.subject == f"[Memgov] Retired: material_checks ({memory['id']})"
+    assert email.subject == "[Memgov] Retired: “Renewals follow exception APR-2291.”"
     assert "Reason: APR-2291 was withdrawn" in email.body
     assert email.alternatives[0][1] == "text/html"  # type: ignore[attr-defined]
 

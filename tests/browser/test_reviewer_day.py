@@ -196,3 +196,22 @@ def test_a_failed_check_reads_as_one_sentence_and_its_owner_proposes_a_correctio
     )
     statuses = dict(MemoryVersion.objects.filter(item_id=memory_id).values_list("number", "status"))
     assert statuses == {1: "superseded", 2: "pending_review"}
+
+
+def test_revoking_a_source_says_what_it_ended_in_words_not_ids(site: Site) -> None:
+    memory_id = site.demo.items["order_a"]
+    page = site.page(width=1280)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{memory_id}/")
+
+    page.get_by_text("Revoke this source…").first.click()
+    page.get_by_label("Why is this source withdrawn?").first.fill("ORD-A was cancelled")
+    page.get_by_role("button", name="Revoke source").first.click()
+
+    status = page.get_by_role("status").first
+    expect(status).to_have_text(
+        "Source revoked. The memory based on it was retired; its owner is told by email."
+    )
+    assert "mem_" not in status.inner_text() and "src_" not in status.inner_text()
+    expect(page.locator(".page-head .badge")).to_have_text("retired")
+    screenshot(page, "item_source_revoked_1280")
