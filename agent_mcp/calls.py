@@ -15,7 +15,8 @@ from typing import Any
 from django.db import connections
 from rest_framework import exceptions
 
-from agent_mcp.tools import BY_NAME, IdempotencyArgument, ToolSpec
+from agent_mcp.spec import ToolSpec
+from agent_mcp.tools import BY_NAME, IdempotencyArgument
 from config.problems import problem_body, problem_exception_handler
 from contract import answers
 from contract.auth import throttle_wait

@@ -8,7 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from agent_mcp.tools import ToolSpec
+from agent_mcp.spec import ToolSpec
 from contract import catalog, context
 from contract.answers import validated
 from contract.serializers import StrictInput

@@ -9,7 +9,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from agent_mcp.tools import ToolSpec
+from agent_mcp.spec import ToolSpec
 from contract import answers, discovery
 from contract.serializers import AliasInput, EntityInput, StrictInput
 from core.kinds import MemoryKind
@@ -134,7 +134,8 @@ DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
         title="Add another name for an entity",
         description=(
             "Record another name the entity is called by ('Dana', 'ACME Corp'), optionally "
-            "citing the source (src_…) where it was said, so match_entity finds it."
+            "citing the source (src_…) where it was said, so match_entity and search find it "
+            "by that name. An alias the entity already has is refused (422)."
         ),
         properties={
             "entity_id": {"type": "string", "description": "The entity (ent_…)."},
@@ -148,7 +149,11 @@ DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_entity_kinds",
         title="List the entity kinds in use",
-        description="The kinds of entity this tenant has, most used first, with counts.",
+        description=(
+            "The kinds of entity this tenant has (person, company, order …), most used "
+            "first, with how many entities each has. Call it before create_entity and reuse "
+            "a kind that fits rather than coining a near duplicate."
+        ),
         properties={},
         required=(),
         run=_list_entity_kinds,

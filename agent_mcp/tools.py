@@ -3,51 +3,18 @@ function of ``contract.answers`` each calls, the same one the matching REST view
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework import serializers
 
+from agent_mcp.spec import ToolSpec
 from contract import answers
 from contract.serializers import StrictInput
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory.models import Assertion, Scenario, Source
 
-Run = Callable[[Principal, dict[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    title: str
-    description: str
-    properties: Mapping[str, Any]
-    required: tuple[str, ...]
-    run: Run
-    writes: bool  # a write takes an ``idempotency_key``; a read is safe to repeat
-
-    def input_schema(self) -> dict[str, Any]:
-        properties = dict(self.properties)
-        if self.writes:
-            properties["idempotency_key"] = _IDEMPOTENCY_KEY
-        return {
-            "type": "object",
-            "properties": properties,
-            "required": list(self.required),
-            "additionalProperties": False,
-        }
-
-
-_IDEMPOTENCY_KEY = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 200,
-    "description": "Optional. A unique string per intended write (e.g. a UUID). If the call "
-    "times out or the connection drops, repeat it with the same key and arguments: you get "
-    "the first answer and nothing is written twice.",
-}
 _TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 with a zone, e.g. Z"}
 _LABELS = {
     "type": "array",
@@ -393,7 +360,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-# The read side's tools (issue 35) live in their own module, which imports ToolSpec above.
+# The read side's tools (issue 35) live in their own modules (ToolSpec: agent_mcp.spec).
 from agent_mcp.context_tools import CONTEXT_TOOLS  # noqa: E402
 from agent_mcp.discovery_tools import DISCOVERY_TOOLS  # noqa: E402
 
