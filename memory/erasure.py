@@ -18,7 +18,9 @@ Phases:
 
 - ``versions``: every version's ``value``, ``statement``, ``basis`` and status reason are
   replaced by nothing and ``erased_at`` set (also of versions of other subjects whose value
-  references this one: ``memory.references``; their items were retired at the start); their custom scenarios lose their context;
+  references this one: ``memory.references``; their items were retired at the start);
+  their custom scenarios lose their context, their held questions (``Clarification``) the
+  mention, question and options;
   the layers above clear what they hang on the versions (``erasure_versions_step``: the
   reviewers' comments, the contexts of the stored check results).
 - ``sources``: a source cited only by this subject's versions loses ``content``,
@@ -75,6 +77,7 @@ from core.principals import Principal
 from memory import cache, events, generations
 from memory.lifecycle import IN_USE_OR_OPEN, end_use, end_use_of_subject, locked_versions
 from memory.models import (
+    Clarification,
     Entity,
     EntityReference,
     Erasure,
@@ -99,6 +102,7 @@ COUNTS = [
     "aliases",
     "versions",
     "scenarios",
+    "clarifications",
     "sources_purged",
     "sources_kept",
     "retrieval_records",
@@ -323,7 +327,11 @@ def _erase_versions(erasure: Erasure) -> bool:
         value=None, statement="", basis={}, status_reason="", erased_at=timezone.now()
     )
     scenarios = Scenario.objects.filter(version_id__in=ids).exclude(context={}).update(context={})
-    erasure_count(erasure, versions=changed, scenarios=scenarios)
+    # A held proposal's question quotes the mention and offers values (and names).
+    asked = Clarification.objects.filter(version_id__in=ids).update(
+        mention="", question="", options=[], choice=""
+    )
+    erasure_count(erasure, versions=changed, scenarios=scenarios, clarifications=asked)
     for step in VERSION_STEPS:
         erasure_count(erasure, **step(ids))
     return len(ids) == size

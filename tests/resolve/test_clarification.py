@@ -10,7 +10,8 @@ import pytest
 
 from audit.models import AuditEvent
 from memory import tenancy
-from memory.models import MemoryVersion, Status
+from memory.grants import permission_grant
+from memory.models import Clarification, MemoryVersion, Status
 from tests.api.support import record_source
 from tests.conftest import World, iso, later
 from tests.mcp.support import InProcess, answer, problem
@@ -205,3 +206,25 @@ def test_a_value_that_names_something_is_not_a_question(world, dana):
 
     assert response.json()["status"] == "pending_review"
     assert response.json()["needs_clarification"] is None
+
+
+def test_erasing_the_subject_clears_the_question_and_its_options(
+    world, dana, addresses, django_capture_on_commit_callbacks
+):
+    held = (
+        world.client("agent")
+        .post("/api/v1/memories", send_it_there(world, dana), format="json")
+        .json()
+    )
+    permission_grant(user=world.users["rita"], tenant=world.tenant, codename="erase_subject")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        started = world.client("rita").post(
+            f"/api/v1/entities/{dana}/erase", {"reason": "asked to be forgotten"}, format="json"
+        )
+
+    assert started.status_code == 202, started.content
+    erasure = world.client("rita").get(f"/api/v1/erasures/{started.json()['erasure']}").json()
+    assert erasure["status"] == "done" and erasure["counts"]["clarifications"] == 1
+    question = Clarification.objects.get(version__item_id=held["id"])
+    assert (question.mention, question.question, question.options) == ("", "", [])

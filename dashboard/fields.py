@@ -1,0 +1,132 @@
+"""The field catalog (docs/api.md, Field catalog): every person of the tenant reads it; a
+tenant admin edits an entry through the same answer function the REST ``PUT`` calls."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import ValidationError
+
+from contract.catalog import field_defined
+from core.authority import may_manage_fields, require_manage_fields
+from core.errors import DomainError
+from core.kinds import MemoryKind
+from core.principals import Principal
+from dashboard.access import dashboard_view, page_context
+from memory.catalog import field_list, field_representation
+
+
+class FieldForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    value_schema = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='A JSON Schema, e.g. {"type": "string"}; empty takes any value.',
+    )
+    kinds = forms.MultipleChoiceField(
+        choices=MemoryKind.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every kind.",
+    )
+    required_scope = forms.CharField(
+        required=False, help_text="Scope dimensions every proposal must name, comma separated."
+    )
+    default_expiry_days = forms.IntegerField(required=False, min_value=1, max_value=3650)
+    system_name = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Authoritative system",
+        help_text="The system of record; memory of this field is then only advisory.",
+    )
+    system_url = forms.CharField(required=False, max_length=2000, label="Its URL")
+    system_tool = forms.CharField(required=False, max_length=200, label="Its tool name")
+
+    def clean_value_schema(self) -> Any:
+        text = self.cleaned_data["value_schema"].strip()
+        try:
+            return json.loads(text) if text else {}
+        except ValueError as exc:
+            raise forms.ValidationError(f"not JSON: {exc}") from exc
+
+    def body(self) -> dict[str, Any]:
+        """The REST ``PUT`` body this form stands for."""
+        data = self.cleaned_data
+        body: dict[str, Any] = {
+            "description": data["description"],
+            "value_schema": data["value_schema"],
+            "kinds": list(data["kinds"]),
+            "required_scope": [d.strip() for d in data["required_scope"].split(",") if d.strip()],
+            "default_expiry_days": data["default_expiry_days"],
+            "authoritative_system": None,
+        }
+        if data["system_name"].strip():
+            body["authoritative_system"] = {
+                "name": data["system_name"].strip(),
+                "url": data["system_url"].strip() or None,
+                "tool": data["system_tool"].strip() or None,
+            }
+        return body
+
+
+def _initial(entry: dict[str, Any]) -> dict[str, Any]:
+    system = entry["authoritative_system"] or {}
+    return {
+        "name": entry["name"],
+        "description": entry["description"],
+        "value_schema": json.dumps(entry["value_schema"]) if entry["value_schema"] else "",
+        "kinds": entry["kinds"],
+        "required_scope": ", ".join(entry["required_scope"]),
+        "default_expiry_days": entry["default_expiry_days"],
+        "system_name": system.get("name", ""),
+        "system_url": system.get("url") or "",
+        "system_tool": system.get("tool") or "",
+    }
+
+
+def _render(
+    request: HttpRequest, principal: Principal, form: FieldForm | None = None, status: int = 200
+) -> HttpResponse:
+    entries = [field_representation(d) for d in field_list(principal)]
+    editing = next((e for e in entries if e["name"] == request.GET.get("name")), None)
+    if form is None:
+        form = FieldForm(initial=_initial(editing) if editing else None)
+    return render(
+        request,
+        "dashboard/fields.html",
+        page_context(principal, entries=entries, form=form, can_edit=may_manage_fields(principal)),
+        status=status,
+    )
+
+
+@require_GET
+@dashboard_view
+def fields_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    return _render(request, principal)
+
+
+@require_POST
+@dashboard_view
+def field_save(request: HttpRequest, principal: Principal) -> HttpResponse:
+    require_manage_fields(principal)  # before reading the form: no errors for the refused
+    form = FieldForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Please correct the field form.")
+        return _render(request, principal, form, status=422)
+    try:
+        field_defined(principal, form.cleaned_data["name"], form.body())
+    except (DomainError, ValidationError) as exc:
+        errors = getattr(exc, "errors", None) or getattr(exc, "detail", {})
+        for member, problems in dict(errors).items():
+            messages.error(request, f"{member}: {'; '.join(map(str, problems))}")
+        return _render(request, principal, form, status=getattr(exc, "status", 422))
+    messages.success(request, f"Field {form.cleaned_data['name']} saved.")
+    return redirect(reverse("dashboard:fields"))
