@@ -40,7 +40,10 @@ def _json_schema(node: Any) -> Any:
 @cache
 def _operations() -> list[tuple[re.Pattern[str], str, dict[str, Any]]]:
     found = []
-    for path, operations in published_schema()["paths"].items():
+    # A literal path (``/entities/kinds``) before a template it also matches
+    # (``/entities/{entity_id}``), as Django's URL patterns are ordered.
+    paths = sorted(published_schema()["paths"].items(), key=lambda item: item[0].count("{"))
+    for path, operations in paths:
         pattern = re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$")
         for method, operation in operations.items():
             found.append((pattern, method, operation))
