@@ -17,6 +17,7 @@ import psycopg
 import pytest
 import redis
 from django.conf import settings
+from psycopg import sql
 
 from audit.models import AuditEvent
 from core.models import Tenant
@@ -81,8 +82,9 @@ def test_a_restore_drill_ends_with_an_intact_audit_chain_and_no_stale_cache(
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "acme: ok" in verified.stdout
     with psycopg.connect(restored_url) as conn:
-        slugs = {row[0] for row in conn.execute(f"SELECT slug FROM {Tenant._meta.db_table}")}
-        events = conn.execute(f"SELECT count(*) FROM {AuditEvent._meta.db_table}").fetchone()
+        tenants, audit = (sql.Identifier(m._meta.db_table) for m in (Tenant, AuditEvent))
+        slugs = {row[0] for row in conn.execute(sql.SQL("SELECT slug FROM {}").format(tenants))}
+        events = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(audit)).fetchone()
     assert "after-backup" not in slugs and "acme" in slugs  # the restore took it back
     assert events is not None and events[0] == audited_at_backup
     assert cache.get("memgov:drill:answer") is None
