@@ -52,6 +52,18 @@ def browse_rows(principal: Principal, form: BrowseForm) -> list[MemoryVersion]:
     return [v for v in rows if oversight.sees(v)]
 
 
+def openable_counts(principal: Principal, entity_ids: list[str]) -> dict[str, int]:
+    """Per entity, the memories this person may open: the heads Browse would list for
+    it (``Authority.sees``), so a count never promises what Browse then hides."""
+    oversight = Authority.load(principal)
+    heads = memory_heads(principal, MemoryFilters()).filter(subject_id__in=entity_ids)
+    counts: dict[str, int] = dict.fromkeys(entity_ids, 0)
+    for version in heads.prefetch_related(None):
+        if oversight.sees(version):
+            counts[str(version.subject_id)] += 1
+    return counts
+
+
 def with_details(versions: list[MemoryVersion]) -> list[MemoryVersion]:
     found = versions_with_details(
         MemoryVersion.objects.filter(pk__in=[v.pk for v in versions]).select_related("subject")

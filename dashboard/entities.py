@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import messages
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -17,7 +16,7 @@ from core.authority import Authority
 from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
-from dashboard.browse import entity_choices
+from dashboard.browse import entity_choices, openable_counts
 from dashboard.forms import LinkSubjectForm
 from dashboard.linking import link_confirmation, link_effect, linked_message
 from memory.models import Entity, MemoryVersion, Status
@@ -61,18 +60,17 @@ def held_items(principal: Principal) -> list[HeldItem]:
 
 def _render(request: HttpRequest, principal: Principal, status: int = 200) -> HttpResponse:
     q = request.GET.get("q", "").strip()
-    entities = (
-        entity_list(principal, q)
-        .annotate(memories=Count("memory_items", distinct=True))
-        .order_by("name", "pk")
-    )
+    entities = list(entity_list(principal, q).order_by("name", "pk")[:ENTITY_PAGE])
+    counts = openable_counts(principal, [e.pk for e in entities])
+    for entity in entities:
+        entity.memories = counts[entity.pk]  # type: ignore[attr-defined]
     return render(
         request,
         "dashboard/entities.html",
         page_context(
             principal,
             held=held_items(principal),
-            entities=entities[:ENTITY_PAGE],
+            entities=entities,
             all_entities=entity_choices(principal),
             q=q,
             link_form=LinkSubjectForm(),

@@ -14,10 +14,11 @@ from core.authority import may_erase, may_export, require_export
 from core.errors import NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
+from dashboard.browse import openable_counts
 from dashboard.forms import EraseForm
 from memory.erasure import erasure_start
 from memory.export import export_subject
-from memory.models import Entity, Erasure, MemoryItem, MemoryVersion
+from memory.models import Entity, Erasure
 from memory.selectors import access_entity
 
 POLL_SECONDS = 2
@@ -38,8 +39,7 @@ def _render(
             principal,
             entity=entity,
             aliases=list(entity.aliases.all()),
-            memories=MemoryItem.objects.filter(tenant=principal.tenant, subject=entity).count(),
-            versions=MemoryVersion.objects.filter(tenant=principal.tenant, subject=entity).count(),
+            memories=openable_counts(principal, [entity.pk])[entity.pk],
             erasures=Erasure.objects.filter(subject=entity).order_by("-started_at"),
             can_export=may_export(principal),
             can_erase=may_erase(principal),

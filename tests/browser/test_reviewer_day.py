@@ -215,3 +215,22 @@ def test_revoking_a_source_says_what_it_ended_in_words_not_ids(site: Site) -> No
     assert "mem_" not in status.inner_text() and "src_" not in status.inner_text()
     expect(page.locator(".page-head .badge")).to_have_text("retired")
     screenshot(page, "item_source_revoked_1280")
+
+
+def test_an_entity_counts_only_the_memories_the_viewer_may_open(site: Site) -> None:
+    """omar reviews project P-9 only: Dana Kim's memories are not his to open, so the
+    entities page says 0, and Browse agrees."""
+    page = site.page(width=1400)
+    site.sign_in(page, "omar")
+    page.goto(f"{site.url}/entities/")
+
+    dana = page.locator("tr", has_text="Dana Kim")
+    expect(dana.locator("td").nth(3)).to_have_text("0")
+    dana.locator("td").nth(3).get_by_role("link").click()
+    expect(page.locator("main")).to_contain_text("No memory matches")
+    screenshot(page, "entities_counts_omar_1400")
+
+    rita = site.page(width=1400)
+    site.sign_in(rita, "rita")
+    rita.goto(f"{site.url}/entities/")
+    expect(rita.locator("tr", has_text="Dana Kim").locator("td").nth(3)).to_have_text("2")
