@@ -102,6 +102,7 @@ def searched(principal: Principal, data: Any) -> Page:
     limit = valid["limit"]
     page = candidates[:limit]
     more = len(candidates) > limit
+    search.explain(page, q)
     return Page(
         results=[_candidate(c) for c in page],
         next_cursor=encode_cursor(page[-1].key) if more else None,

@@ -32,6 +32,7 @@ SCAN = 200  # rows read per way of matching, before ranking: a common word stays
 ENTITY_SCAN = 50  # entities listed as candidates
 FOLLOW = 10  # entities the query names strongly enough to find their facts through them
 FOLLOW_SCORE = 0.75  # every word of the name, an exact alias or external ref
+TEXT = "text"  # matched: the version's text as a whole (members named by ``explain``)
 NEAR = 0.7  # a near spelling (pg_trgm) scores at most this: listed, not followed
 RANKED = 200  # candidates ranked per answer; narrow by subject for more
 LINE = 160  # characters of a candidate's one line
@@ -59,6 +60,7 @@ class Candidate:
     score: float
     matched: set[str] = field(default_factory=set)
     body: dict[str, Any] = field(default_factory=dict)
+    row: int | None = None  # a memory candidate's version row, to explain a text match
 
     @property
     def key(self) -> tuple[int, str, str]:
@@ -68,7 +70,7 @@ class Candidate:
 
 def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
     """Every candidate, best first (at most ``RANKED`` of each type)."""
-    backend: _Backend = _Postgres() if connection.vendor == "postgresql" else _Sqlite()
+    backend = _backend()
     tenant = principal.tenant.pk
     entities = backend.entities(tenant, query.q)
     named = {c.id: c for c in entities if c.score >= FOLLOW_SCORE}
@@ -80,6 +82,15 @@ def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
         candidates += backend.sources(tenant, principal.labels, query.q)
     candidates.sort(key=lambda c: c.key)
     return candidates
+
+
+def explain(candidates: list[Candidate], q: str) -> None:
+    """Say which members (field, statement, value) matched, for the candidates shown."""
+    _backend().explain(candidates, q)
+
+
+def _backend() -> _Backend:
+    return _Postgres() if connection.vendor == "postgresql" else _Sqlite()
 
 
 def one_line(text: str | None) -> str:
@@ -113,6 +124,9 @@ class _Backend:
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         raise NotImplementedError
+
+    def explain(self, candidates: list[Candidate], q: str) -> None:
+        """Name the members a text match was found in (SQLite knows them already)."""
 
 
 def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -187,12 +201,13 @@ def _version_candidates(
             best = max(named[e].score for e in referenced if e in named)
             score = max(score, ENTITY_BONUS + best * ENTITY_BONUS * 0.9)
         if not matched and rank > 0:
-            matched.add("text")  # a phrase across members: the document matched as a whole
+            matched.add(TEXT)  # a phrase across members: the document matched as a whole
         if not matched:
             continue
         found[version_id] = Candidate(
             type="memory",
             id=item_id,
+            row=version_id,
             score=score,
             matched=matched,
             body={
@@ -307,14 +322,10 @@ class _Postgres(_Backend):
         narrow, narrow_params = _narrowing(tenant, query)
         where += narrow
         params += narrow_params
-        # By text: ranked, with the members that matched (the costly part, so bounded).
+        # By text, ranked; which members matched is worked out for the page only
+        # (``explain``): three more vectors a row would triple the cost of a common word.
         rows = _rows(
-            f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), "  # noqa: S608 - constant SQL, bound values
-            "array_remove(ARRAY["
-            "CASE WHEN to_tsvector('english', v.field) @@ query THEN 'field' END, "
-            "CASE WHEN to_tsvector('english', v.statement) @@ query THEN 'statement' END, "
-            "CASE WHEN to_tsvector('english', coalesce(v.value::text, '')) @@ query "
-            "THEN 'value' END], NULL) "
+            f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
             "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
             f"WHERE v.id IN (SELECT v.id FROM memory_memoryversion v WHERE {where} "
             f"AND {doc} @@ websearch_to_tsquery('english', %s) LIMIT %s)",
@@ -334,6 +345,27 @@ class _Postgres(_Backend):
                 [*params, ids, SCAN, *params, tenant, ids, SCAN],
             )
         return _version_candidates(rows, query, named)
+
+    def explain(self, candidates: list[Candidate], q: str) -> None:
+        rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
+        if not rows:
+            return
+        members = dict(
+            _rows(
+                "SELECT v.id, array_remove(ARRAY["
+                "CASE WHEN to_tsvector('english', v.field) @@ query THEN 'field' END, "
+                "CASE WHEN to_tsvector('english', v.statement) @@ query THEN 'statement' END, "
+                "CASE WHEN to_tsvector('english', coalesce(v.value::text, '')) @@ query "
+                "THEN 'value' END], NULL) "
+                "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
+                "WHERE v.id = ANY(%s)",
+                [q, rows],
+            )
+        )
+        for candidate in candidates:
+            found = set(members.get(candidate.row) or ())
+            if found and TEXT in candidate.matched:
+                candidate.matched = (candidate.matched - {TEXT}) | found
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         doc = fulltext.SOURCE_DOCUMENT.replace("content", "s.content")
