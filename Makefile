@@ -26,7 +26,8 @@ run: $(STAMP)
 # honcho, on DATABASE_URL and REDIS_URL (README, Deploy). Ctrl-C stops all three.
 prod: $(STAMP)
 	@test -n "$$DATABASE_URL" && test -n "$$REDIS_URL" && test -n "$$SECRET_KEY" \
-		|| { echo "make prod needs DATABASE_URL, REDIS_URL and SECRET_KEY" >&2; exit 2; }
+		&& test -n "$$EMAIL_URL" \
+		|| { echo "make prod needs DATABASE_URL, REDIS_URL, SECRET_KEY and EMAIL_URL" >&2; exit 2; }
 	DEBUG=false $(BIN)/python manage.py migrate --no-input -v1
 	DEBUG=false $(BIN)/python manage.py collectstatic --no-input -v0
 	DEBUG=false MEMGOV_LOG_FORMAT="$${MEMGOV_LOG_FORMAT:-json}" \
@@ -44,7 +45,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	SECRET_KEY=lint-only-secret $(BIN)/mypy .
+	SECRET_KEY=lint-only-secret EMAIL_URL=dummy:// $(BIN)/mypy .
 	$(BIN)/lint-imports
 	$(BIN)/python scripts/check_import_cycles.py
 	$(BIN)/python scripts/check_private_access.py

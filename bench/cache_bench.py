@@ -93,6 +93,7 @@ def serving(
         **os.environ,
         "DATABASE_URL": url,
         "DEBUG": "false",
+        "EMAIL_URL": "dummy://",  # DEBUG off needs a mail setting; the bench sends none
         "ALLOWED_HOSTS": "127.0.0.1",
         "MEMGOV_RESOLVE_CACHE": "true" if cache else "false",
         "MEMGOV_THROTTLE_RATE": THROTTLE_RATE,

@@ -164,6 +164,7 @@ def server_env(url: str, args: argparse.Namespace, var_dir: str) -> dict[str, st
         **os.environ,
         "DATABASE_URL": url,
         "DEBUG": "false",
+        "EMAIL_URL": "dummy://",  # DEBUG off needs a mail setting; the bench sends none
         "SECRET_KEY": "bench-only-secret-key-not-for-production",
         "ALLOWED_HOSTS": "127.0.0.1",
         "MEMGOV_RESOLVE_CACHE": "false",

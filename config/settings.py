@@ -306,15 +306,28 @@ def _email_settings(url: str) -> dict[str, object]:
 
 
 EMAIL_FILE_PATH = str(VAR_DIR / "mail")
+# Emails carry memory values: never to the console (the logs) outside DEBUG, and a
+# production process without a mail server configured refuses to start rather than
+# dropping or logging them. DEBUG without one writes .eml files under var/mail.
+_CONSOLE_EMAIL = "django.core.mail.backends.console.EmailBackend"
+if not EMAIL_URL and not env_str("EMAIL_BACKEND"):
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "EMAIL_URL must be set when DEBUG is off (smtp+tls://user:pass@host:587, or "
+            "file:///folder, or dummy:// to send nothing)"
+        )
+    EMAIL_URL = Path(EMAIL_FILE_PATH).as_uri()
 if EMAIL_URL:
     globals().update(_email_settings(EMAIL_URL))
 else:
-    EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+    EMAIL_BACKEND = env_str("EMAIL_BACKEND")
     EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
     EMAIL_PORT = env_int("EMAIL_PORT", 25)
     EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
     EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
     EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+if EMAIL_BACKEND == _CONSOLE_EMAIL and not DEBUG:
+    raise ImproperlyConfigured("the console email backend writes memory values to the logs")
 
 LOGGING = {
     "version": 1,

@@ -59,6 +59,7 @@ def main() -> int:
     env = {
         **os.environ,
         "SECRET_KEY": os.environ.get("SECRET_KEY", "fuzz-only-secret"),
+        "EMAIL_URL": os.environ.get("EMAIL_URL", "dummy://"),  # DEBUG off needs one
         "MEMGOV_VAR_DIR": str(var),
         "MEMGOV_THROTTLE_RATE": "1000000/min",
         "DJANGO_SETTINGS_MODULE": "config.settings",

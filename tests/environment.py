@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
+# Outside DEBUG a process without EMAIL_URL refuses to start (config/settings.py); tests
+# and the servers they start keep mail in memory (pytest-django's outbox) or drop it.
+os.environ.setdefault("EMAIL_URL", "locmem://")
 _VAR = Path(__file__).resolve().parent.parent / "var" / "test"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, … in a parallel run
 _INDEX = int(_WORKER.removeprefix("gw")) if _WORKER else 0
