@@ -22,6 +22,7 @@ from typing import Any
 from django.db import connection
 
 from core.principals import Principal
+from core.sql import bound_on_server
 from memory import fulltext
 from memory.models import OPEN_STATUSES, EntityReference, Status
 
@@ -69,7 +70,13 @@ class Candidate:
 
 
 def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
-    """Every candidate, best first (at most ``RANKED`` of each type)."""
+    """Every candidate, best first (at most ``RANKED`` of each type). Bound on the server,
+    so psycopg prepares the statements (planning them is a third of a search's time)."""
+    with bound_on_server():
+        return _search(principal, query)
+
+
+def _search(principal: Principal, query: SearchQuery) -> list[Candidate]:
     backend = _backend()
     tenant = principal.tenant.pk
     entities = backend.entities(tenant, query.q)
