@@ -50,6 +50,7 @@ from memory.models import (
     Source,
     Status,
 )
+from memory.references import check_value_references, record_value_references
 
 
 def _require_person(principal: Principal, action: str) -> None:
@@ -327,9 +328,11 @@ def memory_clarify(
                 scope=version.scope,
                 errors=errors,
             )
+            check_value_references(version.tenant, option["value"], errors)
             errors.raise_if_any()
             MemoryVersion.objects.filter(pk=version.pk).update(value=option["value"])
             version.value = option["value"]
+            record_value_references(version)
             audited = {"value_sha256": digest(option["value"])}
             if clarifications.settle(version, question.member, choice, principal.name):
                 _released(principal, version, f"value clarified as {choice}")

@@ -261,3 +261,33 @@ def test_erasing_a_person_takes_the_facts_that_reference_her_and_no_others(
     assert (address.status, address.value) == ("active", "12 Elm Street")
     assert results(get(world, "agent", "/search", q="procurement contact")) == []
     assert results(get(world, "agent", "/search", q="Elm"))[0]["id"] == seeds.address
+
+
+def test_a_value_chosen_by_clarification_is_checked_and_indexed_as_a_reference(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    seeds = seed(world, django_capture_on_commit_callbacks)
+    agent = world.client("agent")
+    said = record_source(agent, "business_record", "Order order-b: bill whoever she works for.")
+    body = preference_body(
+        seeds.dana,
+        said,
+        field="bill_to",
+        value_mention="whoever she works for",
+        value_options=[
+            {"label": "Acme", "value": {"entity": seeds.acme}},
+            {"label": "nobody", "value": {"entity": "ent_" + "0" * 26}},
+        ],
+        statement="Bill order-b to Dana's employer.",
+    )
+    del body["value"]
+    held = agent.post("/api/v1/memories", body, "json").json()
+
+    refused = agent.post(f"/api/v1/memories/{held['id']}/clarify", {"choice": "opt_2"}, "json")
+    with django_capture_on_commit_callbacks(execute=True):
+        chosen = agent.post(f"/api/v1/memories/{held['id']}/clarify", {"choice": "opt_1"}, "json")
+
+    assert_problem(refused, 422, "value")
+    assert chosen.status_code == 200, chosen.content
+    of_acme = results(get(world, "agent", f"/entities/{seeds.acme}/facts"))
+    assert held["id"] in [f["id"] for f in of_acme]
