@@ -110,8 +110,22 @@ else:
     # statements, core.sql.bound_on_server); Django's own bind on the client. A
     # transaction-mode pooler (PgBouncer) cannot keep a session's prepared statements:
     # MEMGOV_DB_PREPARED_STATEMENTS=false turns them off (Django's default, None).
-    _prepared = env_bool("MEMGOV_DB_PREPARED_STATEMENTS", default=True)
+    #
+    # MEMGOV_DB_POOL_MODE=transaction says so once for PgBouncer's transaction mode: no
+    # prepared statements and no server-side cursors (a named cursor outlives the
+    # transaction's server connection). Asking for prepared statements as well is refused
+    # at start: every resolve would fail on "prepared statement ... does not exist".
+    DB_POOL_MODE = env_str("MEMGOV_DB_POOL_MODE", "session")
+    if DB_POOL_MODE not in ("session", "transaction"):
+        raise ImproperlyConfigured("MEMGOV_DB_POOL_MODE must be session or transaction")
+    _prepared = env_bool("MEMGOV_DB_PREPARED_STATEMENTS", default=DB_POOL_MODE == "session")
+    if _prepared and DB_POOL_MODE == "transaction":
+        raise ImproperlyConfigured(
+            "MEMGOV_DB_PREPARED_STATEMENTS=true cannot work behind a transaction-mode pooler "
+            "(MEMGOV_DB_POOL_MODE=transaction): unset it"
+        )
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5 if _prepared else None
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_POOL_MODE == "transaction"
     # A database that does not answer is a quick 503 (config.problems), not a request
     # thread held for the kernel's TCP timeouts: libpq gives up connecting after
     # MEMGOV_DB_CONNECT_TIMEOUT seconds, and drops a connection whose sent bytes go
