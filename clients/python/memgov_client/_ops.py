@@ -228,6 +228,42 @@ def link_subject(memory_id: str, subject: str) -> Op[t.Memory]:
     return _op("POST", f"memories/{_seg(memory_id)}/link-subject", {"subject": subject})
 
 
+def clarify(memory_id: str, choice: str, member: str | None) -> Op[t.Memory]:
+    body = {"choice": choice, **({"member": member} if member else {})}
+    return _op("POST", f"memories/{_seg(memory_id)}/clarify", body)
+
+
+def list_fields() -> Op[t.FieldList]:
+    return _op("GET", "fields")
+
+
+def get_field(name: str) -> Op[t.FieldEntry]:
+    return _op("GET", f"fields/{_seg(name)}")
+
+
+def define_field(name: str, body: Mapping[str, Any]) -> Op[t.FieldEntry]:
+    return _op("PUT", f"fields/{_seg(name)}", dict(body))
+
+
+def build_context(
+    *,
+    subjects: list[str],
+    context: Mapping[str, str] | None,
+    purpose: str,
+    max_tokens: int | None,
+    fields: list[str] | None,
+    task_id: str | None,
+) -> Op[t.ContextBlock]:
+    body: dict[str, Any] = {
+        "subjects": list(subjects),
+        "context": dict(context or {}),
+        "purpose": purpose,
+    }
+    optional = {"max_tokens": max_tokens, "fields": fields, "task_id": task_id}
+    body.update({name: value for name, value in optional.items() if value is not None})
+    return _op("POST", "context", body)
+
+
 # --- Resolve, tasks, policy ------------------------------------------------------------
 
 

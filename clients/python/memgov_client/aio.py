@@ -258,6 +258,46 @@ class AsyncMemgov:
         """Attach a ``held_unresolved`` item to the entity it is about (reviewer)."""
         return await self._send(_ops.link_subject(memory_id, subject))
 
+    async def clarify(self, memory_id: str, *, choice: str, member: str | None = None) -> t.Memory:
+        """Answer a held proposal's ``needs_clarification`` with an option's id (the
+        proposer or a reviewer); it then enters review."""
+        return await self._send(_ops.clarify(memory_id, choice, member))
+
+    async def list_fields(self) -> t.FieldList:
+        """The tenant's field catalog: ``{"results": [field, …]}``."""
+        return await self._send(_ops.list_fields())
+
+    async def get_field(self, name: str) -> t.FieldEntry:
+        return await self._send(_ops.get_field(name))
+
+    async def define_field(self, name: str, **entry: Any) -> t.FieldEntry:
+        """Create or replace a catalog entry (tenant admin): ``value_schema``, ``kinds``,
+        ``required_scope``, ``default_expiry_days``, ``authoritative_system``…"""
+        return await self._send(_ops.define_field(name, entry))
+
+    async def build_context(
+        self,
+        subjects: list[str],
+        *,
+        context: Mapping[str, str] | None = None,
+        purpose: str = "answer",
+        max_tokens: int | None = None,
+        fields: list[str] | None = None,
+        task_id: str | None = None,
+    ) -> t.ContextBlock:
+        """A governed context block for a prompt (``text``) with its parts as JSON; with
+        ``purpose="action"`` authoritative values come only as advisory notes."""
+        return await self._send(
+            _ops.build_context(
+                subjects=subjects,
+                context=context,
+                purpose=purpose,
+                max_tokens=max_tokens,
+                fields=fields,
+                task_id=task_id,
+            )
+        )
+
     # --- Resolve, tasks, policy --------------------------------------------------------
 
     async def resolve(

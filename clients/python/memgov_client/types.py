@@ -157,18 +157,28 @@ class _VersionOptions(TypedDict, total=False):
     scenarios: list[Scenario]
 
 
+class ValueOption(TypedDict):
+    value: Any
+    label: NotRequired[str]
+
+
 class Proposal(_VersionOptions):
-    """``POST /memories``: ``subject``, or ``subject_mention`` while the entity is unknown."""
+    """``POST /memories``: ``subject``, or ``subject_mention`` while the entity is unknown;
+    ``value``, or ``value_mention`` ("there") with optional ``value_options`` while the
+    value is unclear; ``expires_at`` may be left out only when the field catalog gives the
+    field a default expiry."""
 
     kind: MemoryKind
     field: str
-    value: Any
+    value: NotRequired[Any]
     statement: str
     scope: dict[str, str]
     owner: str
-    expires_at: Time | None
+    expires_at: NotRequired[Time | None]
     subject: NotRequired[str]
     subject_mention: NotRequired[str]
+    value_mention: NotRequired[str]
+    value_options: NotRequired[list[ValueOption]]
 
 
 class Correction(_VersionOptions, total=False):
@@ -424,3 +434,10 @@ class Health(TypedDict):
     status: str
     checked: NotRequired[list[str]]
     failing: NotRequired[str]
+
+
+# The agents' read side (docs/api.md, Field catalog / Context / Clarification): answers
+# whose members docs/api.md lists, typed here as JSON objects.
+FieldEntry = dict[str, Any]
+FieldList = dict[str, Any]
+ContextBlock = dict[str, Any]
