@@ -234,3 +234,50 @@ def test_an_entity_counts_only_the_memories_the_viewer_may_open(site: Site) -> N
     site.sign_in(rita, "rita")
     rita.goto(f"{site.url}/entities/")
     expect(rita.locator("tr", has_text="Dana Kim").locator("td").nth(3)).to_have_text("2")
+
+
+def test_the_item_page_speaks_plainly_and_the_queue_shows_held_mentions_first(
+    site: Site,
+) -> None:
+    """Issue 37, points 10 and 6: no jargon, no bare id on a button, and "Needs a subject"
+    above the queue's table with an honest age."""
+    held = _held_preference(site)
+    memory_id = site.demo.items["dana_home"]
+    page = site.page(width=1400)
+    site.sign_in(page, "rita")
+    page.goto(f"{site.url}/memories/{memory_id}/")
+
+    main = page.locator("main").first
+    expect(page.locator("#approvals-h")).to_contain_text("none needed")
+    expect(page.locator("button", has_text="Retire this memory")).to_have_count(1)
+    text = main.inner_text()
+    for jargon in ("0 of 0", "reported as a qualifier", "Visibility", "Retire mem_"):
+        assert jargon not in text, jargon
+    expect(main).to_contain_text("not stated: agents are told its start is unknown")
+    expect(main).to_contain_text("everyone in the tenant")
+    # A bare id only where ids are the point: code and .id (Reference card, id links).
+    outside = page.evaluate(
+        """() => { const m = document.querySelector('main').cloneNode(true);
+                   m.querySelectorAll('code, .id').forEach(c => c.remove());
+                   return m.innerText; }"""
+    )
+    assert "mem_" not in outside
+    screenshot(page, "item_plain_words_1400")
+
+    page.goto(f"{site.url}/")
+    held_section = page.locator(".needs-subject-list")
+    expect(held_section).to_contain_text("Dana prefers to be contacted by email.")
+    expect(held_section).to_contain_text("held since just now")
+    expect(held_section).not_to_contain_text("0 minutes")
+    above = page.evaluate(
+        """() => { const h = document.querySelector('.needs-subject-list');
+                   const t = document.querySelector('table.queue');
+                   const after = Node.DOCUMENT_POSITION_FOLLOWING;
+                   return !t || (h.compareDocumentPosition(t) & after) > 0; }"""
+    )
+    assert above, "Needs a subject must come before the queue's table"
+    assert held.item_id in page.content()  # linked by id, shown by statement
+    screenshot(page, "queue_held_first_1400")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    _fits(page)
+    screenshot(page, "queue_held_first_1280")
