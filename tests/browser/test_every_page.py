@@ -98,8 +98,9 @@ def test_the_queue_and_an_item_read_well_on_a_phone(site: Site) -> None:
     screenshot(page, "phone_item")
 
 
-# Every page a person reaches, at 1400 px: a screenshot for people to look at (the run's
-# artifact, var/screenshots/every_page_*.png) and no sideways scrolling.
+# Every page a person reaches, at 1400 and 1280 px (issue 37): a screenshot for people
+# to look at (the run's artifact, var/screenshots/every_page_*.png) and no sideways
+# scrolling.
 PAGES = [
     ("queue", "rita", "/"),
     ("item_pending_rule", "rita", "/memories/{p9_rule}/"),
@@ -115,6 +116,8 @@ PAGES = [
     ("policy", "rita", "/policy/"),
     ("overview", "rita", "/overview/"),
     ("queue_sam_no_audit_link", "sam", "/"),
+    ("entities_omar", "omar", "/entities/"),
+    ("subject_dana", "rita", "/entities/{dana_subject}/"),
     ("not_found", "omar", "/memories/{order_a}/"),
     ("page_not_found", "rita", "/no-such-page/"),
     ("admin_memory_versions", "rita", "/admin/memory/memoryversion/"),
@@ -122,16 +125,20 @@ PAGES = [
 ]
 
 
+@pytest.mark.parametrize("width", [1400, 1280])
 @pytest.mark.parametrize(("name", "who", "path"), PAGES, ids=[p[0] for p in PAGES])
-def test_every_page_fits_1400_px_without_sideways_scrolling(
-    site: Site, name: str, who: str, path: str
+def test_every_page_fits_1400_and_1280_px_without_sideways_scrolling(
+    site: Site, name: str, who: str, path: str, width: int
 ) -> None:
     demo = site.demo
     names = {key: demo.items[key] for key in ("p9_rule", "dana_home", "order_a")}
     address = path.format(
-        **names, sarah_subject=demo.item("sarah_pune").subject_id, year=demo_year(demo)
+        **names,
+        sarah_subject=demo.item("sarah_pune").subject_id,
+        dana_subject=demo.item("dana_home").subject_id,
+        year=demo_year(demo),
     )
-    page = site.page(width=1400, height=900)
+    page = site.page(width=width, height=900)
     site.sign_in(page, who)
 
     page.goto(f"{site.url}{address}")
@@ -146,7 +153,7 @@ def test_every_page_fits_1400_px_without_sideways_scrolling(
     overflow = page.evaluate(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
-    screenshot(page, f"every_page_{name}")
+    screenshot(page, f"every_page_{name}" if width == 1400 else f"every_page_{name}_{width}")
     assert overflow <= 0, f"{name}: {overflow}px of sideways scroll"
     if who == "sam":
         expect(page.get_by_role("link", name="Audit")).to_have_count(0)
