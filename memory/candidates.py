@@ -77,12 +77,12 @@ _POLICY_PRECEDENCE = (
 _AUTHORITIES = (
     '(SELECT CAST(json_object_agg(f."name", json_build_array(f."authority_name", '
     'f."authority_url", f."authority_tool")) AS text) FROM "memory_fielddefinition" f '
-    "WHERE f.\"tenant_id\" = %s AND f.\"authority_name\" <> '')"
+    'WHERE f."tenant_id" = %s AND f."authority_name" <> \'\')'
 )
 _AUTHORITIES_SQLITE = (
     '(SELECT json_group_object(f."name", json_array(f."authority_name", f."authority_url", '
     'f."authority_tool")) FROM "memory_fielddefinition" f '
-    "WHERE f.\"tenant_id\" = %s AND f.\"authority_name\" <> '')"
+    'WHERE f."tenant_id" = %s AND f."authority_name" <> \'\')'
 )
 
 
