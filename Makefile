@@ -22,8 +22,9 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python scripts/run.py
 
-# Like the containers: DEBUG off, gunicorn + Celery worker + beat from deploy/Procfile under
-# honcho, on DATABASE_URL and REDIS_URL (README, Deploy). Ctrl-C stops all three.
+# Like the containers: DEBUG off, gunicorn + Celery workers + beat from deploy/Procfile, each
+# restarted if it exits (scripts/supervise.py), on DATABASE_URL and REDIS_URL (README,
+# Deploy). Ctrl-C stops them all.
 prod: $(STAMP)
 	@test -n "$$DATABASE_URL" && test -n "$$REDIS_URL" && test -n "$$SECRET_KEY" \
 		&& test -n "$$EMAIL_URL" \
@@ -32,7 +33,7 @@ prod: $(STAMP)
 	DEBUG=false $(BIN)/python manage.py collectstatic --no-input -v0
 	DEBUG=false MEMGOV_LOG_FORMAT="$${MEMGOV_LOG_FORMAT:-json}" \
 		GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
-		$(BIN)/honcho --no-colour -f deploy/Procfile -d . start
+		$(BIN)/python scripts/supervise.py deploy/Procfile
 
 # Two processes by default: much of the suite waits on servers, workers and browsers, so
 # two share two cores well (tests/environment.py gives each its own Redis databases and

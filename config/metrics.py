@@ -130,7 +130,7 @@ def _broker_client(url: str) -> Redis:
     return Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
 
 
-def _queue_heads() -> dict[str, tuple[int, bytes | None]]:
+def queue_heads() -> dict[str, tuple[int, bytes | None]]:
     """Each Celery queue's length and its oldest message, without reading the rest: a
     backlog of a million messages costs a scrape two commands per queue, not a million."""
     broker = str(settings.CELERY_BROKER_URL)
@@ -181,7 +181,7 @@ class LiveCollector(Collector):
             labels=["queue"],
         )
         try:
-            heads = _queue_heads()
+            heads = queue_heads()
         except Exception:  # a broker outage shows as missing series, never a 500
             return
         for queue, (waiting, oldest) in heads.items():

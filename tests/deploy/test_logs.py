@@ -112,7 +112,8 @@ def test_a_task_enqueued_by_a_request_carries_its_request_id(db, queue):
     finally:
         logs.request_id.reset(token)
 
-    [message] = metrics._queued_messages()
+    waiting, message = metrics.queue_heads()["celery"]
+    assert waiting == 1 and message is not None
     headers = json.loads(message)["headers"]
 
     assert headers[REQUEST_ID_TASK_HEADER] == "req-enqueue-7"
