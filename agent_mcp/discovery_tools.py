@@ -34,6 +34,10 @@ def _list_my_proposals(principal: Principal, args: dict[str, Any]) -> dict[str, 
     return _page(discovery.my_proposals(principal, args))
 
 
+def _list_entity_facts(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
+    return _page(discovery.entity_facts(principal, args))
+
+
 def _create_entity(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
     return discovery.entity_created(principal, answers.validated(EntityInput, args))
 
@@ -92,6 +96,24 @@ DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
         },
         required=("q",),
         run=_search,
+        writes=False,
+    ),
+    ToolSpec(
+        name="list_entity_facts",
+        title="List what is remembered about an entity",
+        description=(
+            "Every memory item about an entity (ent_…): those whose subject it is "
+            "(relation 'subject') and those whose value references it, e.g. a person's "
+            "employer fact listed under the company (relation 'referenced'), each once, "
+            "with its status. Not an answer to act on: call resolve on the subject for that."
+        ),
+        properties={
+            "entity_id": {"type": "string", "description": "The entity (ent_…)."},
+            "limit": {**_LIMIT, "description": f"Default {discovery.DEFAULT_LIMIT}."},
+            "cursor": _CURSOR,
+        },
+        required=("entity_id",),
+        run=_list_entity_facts,
         writes=False,
     ),
     ToolSpec(

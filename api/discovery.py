@@ -18,14 +18,11 @@ from api.openapi import (
     ProposalPageOut,
     SearchPageOut,
 )
-from api.pagination import paginate
 from contract import discovery
 from core.errors import InvalidContent
 from core.inputs import strict_int
 from core.kinds import MemoryKind
-from memory import references, selectors
 from memory.models import Status
-from memory.representations import memory_representation
 
 
 def _params(request: Request) -> dict[str, Any]:
@@ -80,23 +77,8 @@ class EntityFactsView(MemgovAPIView):
     )
     def get(self, request: Request, entity_id: str) -> Response:
         """Each fact whose subject is the entity or whose value references it, once."""
-        principal = self.principal()
-        entity = selectors.access_entity(principal, entity_id)
-        facts = selectors.versions_with_details(references.facts_about(principal, entity))
-
-        def represent(version: Any) -> dict[str, Any]:
-            relation = "subject" if version.subject_id == entity.pk else "referenced"
-            return {**memory_representation(version), "relation": relation}
-
-        return Response(
-            paginate(
-                request,
-                facts,
-                key="item_id",
-                represent=represent,
-                keep=lambda version: selectors.version_visible(version, principal),
-            )
-        )
+        data = {**_params(request), "entity_id": entity_id}
+        return _page_response(request, discovery.entity_facts(self.principal(), data))
 
 
 class ProposalsView(MemgovAPIView):

@@ -18,9 +18,9 @@ from contract.serializers import StrictInput
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
-from memory import discovery, entities, search, selectors
+from memory import discovery, entities, references, search, selectors
 from memory.models import Status
-from memory.representations import entity_representation
+from memory.representations import entity_representation, memory_representation
 
 DEFAULT_LIMIT = 20  # an agent reads candidates into its context: a short page
 MAX_LIMIT = 100
@@ -37,6 +37,12 @@ class SearchInput(StrictInput):
 
 class ProposalsInput(StrictInput):
     status = serializers.ChoiceField(choices=Status.choices, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+    cursor = serializers.CharField(max_length=400, required=False)
+
+
+class EntityFactsInput(StrictInput):
+    entity_id = serializers.CharField(max_length=40)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
     cursor = serializers.CharField(max_length=400, required=False)
 
@@ -66,7 +72,7 @@ def decode_cursor(cursor: str, parts: int) -> list[str]:
     except (binascii.Error, UnicodeError, ValueError):
         text = ""
     key = text.split("\x1f")
-    if len(key) != parts or "\x00" in text:
+    if len(key) != parts or not all(key) or "\x00" in text:
         raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
     return key
 
@@ -181,3 +187,33 @@ def alias_added(principal: Principal, entity_id: str, valid: dict[str, Any]) -> 
             raise InvalidContent({"source": ["no such source visible to you"]}) from exc
     entities.alias_add(principal=principal, entity=entity, alias=valid["alias"], source=source)
     return entity_representation(selectors.access_entity(principal, entity_id))
+
+
+def entity_facts(principal: Principal, data: Any) -> Page:
+    """Each fact whose subject is the entity or whose value references it, once, in item
+    order; facts the caller may not see are skipped without shortening the page."""
+    valid = validated(EntityFactsInput, data)
+    entity = selectors.access_entity(principal, valid["entity_id"])
+    facts = selectors.versions_with_details(references.facts_about(principal, entity))
+    facts = facts.order_by("item_id")
+    limit = valid["limit"]
+    after = decode_cursor(valid["cursor"], 1)[0] if valid.get("cursor") else ""
+    page: list[Any] = []
+    while len(page) <= limit:
+        batch = list(facts.filter(item_id__gt=after)[: limit + 1])
+        page += [v for v in batch if selectors.version_visible(v, principal)]
+        if len(batch) <= limit:
+            break
+        after = batch[-1].item_id
+    more = len(page) > limit
+    page = page[:limit]
+    return Page(
+        results=[
+            {
+                **memory_representation(v),
+                "relation": "subject" if v.subject_id == entity.pk else "referenced",
+            }
+            for v in page
+        ],
+        next_cursor=encode_cursor([page[-1].item_id]) if more else None,
+    )

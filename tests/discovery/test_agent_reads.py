@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.support import assert_problem, create_entity
+from tests.api.support import assert_problem, create_entity, preference_body, record_source
 from tests.conftest import World
-from tests.discovery.support import get, seed
+from tests.discovery.support import get, propose, seed
 
 
 def test_an_agent_reads_its_own_proposals_page_by_page_and_no_one_elses(
@@ -48,3 +48,29 @@ def test_kinds_in_use_and_matching_by_external_ref_stay_in_the_tenant(world: Wor
     assert once["decision"] == "matched" and once["candidates"][0]["name"] == "Peter"
     assert people == {"decision": "none", "candidates": []}
     assert_problem(get(world, "agent", "/entities/by-ref"), 422, "external_ref")
+
+
+def test_facts_of_an_entity_page_by_cursor_each_fact_once(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    seeds = seed(world, django_capture_on_commit_callbacks)
+    said = record_source(world.client("agent"), content="Dana buys for Acme; Acme pays in 30 days.")
+    for subject, field, value in [
+        (seeds.dana, "employer", {"entity": seeds.acme}),
+        (seeds.acme, "payment_terms", "30 days"),
+    ]:
+        propose(
+            world,
+            django_capture_on_commit_callbacks,
+            "agent",
+            preference_body(subject, said, field=field, value=value, statement=f"{field}."),
+        )
+
+    first = get(world, "agent", f"/entities/{seeds.acme}/facts", limit=2)
+    second = world.client("agent").get(first.json()["next"])
+
+    facts = first.json()["results"] + second.json()["results"]
+    assert len(first.json()["results"]) == 2 and second.json()["next"] is None
+    assert sorted(f["relation"] for f in facts) == ["referenced", "referenced", "subject"]
+    assert len({f["id"] for f in facts}) == 3
+    assert_problem(get(world, "agent", f"/entities/{seeds.acme}/facts", cursor="x"), 422)

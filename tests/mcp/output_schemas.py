@@ -23,6 +23,7 @@ MIRRORS: dict[str, tuple[str, str, bool]] = {
     "get_memory": ("memory_get", "200", False),
     "match_entity": ("entity_match", "200", False),
     "search": ("search", "200", True),
+    "list_entity_facts": ("entity_facts", "200", True),
     "list_my_proposals": ("proposal_list_mine", "200", True),
     "create_entity": ("entity_create", "201", False),
     "add_alias": ("entity_alias_add", "201", False),

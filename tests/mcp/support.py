@@ -25,6 +25,7 @@ TOOL_NAMES = [
     "match_entity",
     # The read side (agent_mcp.discovery_tools).
     "search",
+    "list_entity_facts",
     "list_my_proposals",
     "create_entity",
     "add_alias",

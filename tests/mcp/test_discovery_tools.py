@@ -50,6 +50,15 @@ def test_search_finds_the_sarah_acme_fact_through_both_entities(
     assert seeds.employer in [r["id"] for r in by_sarah["results"] if r["type"] == "memory"]
     assert [r["id"] for r in about_acme["results"]] == [seeds.employer]
     assert by_acme["next_cursor"] is None
+    of_acme = answer(agent.call("list_entity_facts", {"entity_id": seeds.acme}))
+    of_sarah = answer(agent.call("list_entity_facts", {"entity_id": seeds.sarah, "limit": 1}))
+    assert [(f["id"], f["relation"]) for f in of_acme["results"]] == [
+        (seeds.employer, "referenced")
+    ]
+    assert [(f["id"], f["relation"]) for f in of_sarah["results"]] == [(seeds.employer, "subject")]
+    assert of_sarah["next_cursor"] is None
+    zed = InProcess(world.keys["zed"])
+    assert problem(zed.call("list_entity_facts", {"entity_id": seeds.acme}), 404)
 
 
 def test_search_pages_by_cursor_and_refuses_a_bad_query(world: World):
