@@ -15,7 +15,7 @@ import pytest
 from config.celery import WEBHOOK_QUEUE
 from config.celery import app as celery_app
 from tests.deploy.kustomize_lite import build
-from tests.deploy.support import DEPLOY, ROOT
+from tests.deploy.support import DEPLOY, ROOT, dockerignored, load_yaml
 from tests.deploy.test_kubernetes import OVERLAY, by_kind, pod_specs
 
 RECEIVER = "93.184.215.14"  # a public webhook receiver
@@ -169,3 +169,15 @@ def test_the_deployment_fits_postgresqls_default_connection_limit(rendered):
     budget = connection_budget(rendered)
 
     assert sum(budget.values()) <= POSTGRES_DEFAULT_MAX_CONNECTIONS - SUPERUSER_RESERVED, budget
+
+
+def test_the_image_leaves_tests_and_benchmarks_out():
+    assert dockerignored("tests/deploy/test_outages.py")
+    assert dockerignored("bench/soak.py")
+    assert not dockerignored("config/probes.py")
+
+
+def test_compose_publishes_the_web_port_on_loopback_unless_told_otherwise():
+    [published] = load_yaml(DEPLOY / "compose.yaml")["services"]["web"]["ports"]
+
+    assert published.startswith("${MEMGOV_PUBLISH_ADDRESS:-127.0.0.1}:")
