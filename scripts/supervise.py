@@ -3,7 +3,8 @@
 ``make prod`` used honcho, which stops every process when one exits: one crashed worker
 took the web server down with it (issue 36). Here a process that exits is started
 again after a pause that doubles while it keeps failing quickly (1 s up to 30 s, back to
-1 s once it has run a minute), and the others go on. SIGINT or SIGTERM stops them all
+1 s once it has run a minute), and the others go on. Each line a role writes is printed
+prefixed with its name (``worker.1 | …``), as honcho did. SIGINT or SIGTERM stops them all
 (SIGTERM to each process group, SIGKILL after a grace period) and ends this.
 
     python scripts/supervise.py deploy/Procfile
@@ -16,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +38,21 @@ class Role:
 
     def start(self) -> None:
         self.process = subprocess.Popen(  # noqa: S602 - the Procfile's own shell lines
-            self.command, shell=True, start_new_session=True
+            self.command,
+            shell=True,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         self.started = time.monotonic()
         say(f"{self.name} started (pid {self.process.pid})")
+        threading.Thread(target=self._relay, args=(self.process,), daemon=True).start()
+
+    def _relay(self, process: subprocess.Popen[bytes]) -> None:
+        """Each line of the role's output, prefixed with its name as honcho did."""
+        for line in process.stdout or ():
+            sys.stdout.write(f"{self.name}.1 | {line.decode(errors='replace')}")
+            sys.stdout.flush()
 
 
 def say(line: str) -> None:

@@ -150,9 +150,17 @@ def test_migrations_run_in_one_job_and_never_in_the_web_replicas(rendered):
     migrating = {where for where, command in commands.items() if "migrate" in command}
     [job] = by_kind(rendered, "Job").values()
 
-    assert migrating == {"memgov-migrate/migrate", "memgov-web/wait-for-migrations"}
+    assert migrating == {
+        "memgov-migrate/migrate",
+        # Every role waits for the schema before it starts (issue 36, point 11).
+        "memgov-web/wait-for-migrations",
+        "memgov-worker/wait-for-migrations",
+        "memgov-webhooks/wait-for-migrations",
+        "memgov-beat/wait-for-migrations",
+    }
     assert commands["memgov-migrate/migrate"] == "python manage.py migrate --no-input"
-    assert "migrate --check" in commands["memgov-web/wait-for-migrations"]
+    for role in ("web", "worker", "webhooks", "beat"):
+        assert "migrate --check" in commands[f"memgov-{role}/wait-for-migrations"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert job["spec"]["backoffLimit"] == 3
 

@@ -273,7 +273,8 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
     wait_for("the worker to begin its warm shutdown", lambda: "Warm shutdown" in prod.output())
     holder.rollback()  # the run may go on now
     holder.close()
-    prod.process.wait(timeout=45)  # honcho stops the others once the worker has left
+    # The supervisor (scripts/supervise.py) starts the worker again once it has left.
+    wait_for("the worker to leave", lambda: "supervise: worker exited" in prod.output())
 
     # Then the worker finished the run before leaving: active, activated exactly once.
     version = MemoryVersion.objects.get(item_id=channel["id"], number=1)
