@@ -18,9 +18,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # never delays a gate run, an activation or a notification of any tenant. A worker started
 # without -Q consumes both (tests, older command lines); deploy/ and make run start one
 # worker per queue.
-DEFAULT_QUEUE = "celery"
-WEBHOOK_QUEUE = "webhooks"
-QUEUES = (DEFAULT_QUEUE, WEBHOOK_QUEUE)
+from config.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
 
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -41,6 +41,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 from redis import Redis
 
+from config.queues import QUEUES
+
 SENT_AT_HEADER = "memgov_sent_at"
 
 REQUEST_LATENCY = Histogram(
@@ -118,12 +120,6 @@ def webhook_attempted(delivered: bool) -> None:
     WEBHOOK_ATTEMPTS.labels("delivered" if delivered else "failed").inc()
 
 
-def _queue_names() -> tuple[str, ...]:
-    from config.celery import QUEUES  # noqa: PLC0415 - config.celery imports this module
-
-    return QUEUES
-
-
 @functools.cache
 def _broker_client(url: str) -> Redis:
     """One pooled client per process: a scrape opens no connection of its own."""
@@ -137,19 +133,17 @@ def queue_heads() -> dict[str, tuple[int, bytes | None]]:
     if broker.startswith("filesystem://"):
         folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
         heads: dict[str, tuple[int, bytes | None]] = {}
-        for queue in _queue_names():
+        for queue in QUEUES:
             files = list(folder.glob(f"*.{queue}.msg"))
             oldest = min(files, key=lambda p: p.stat().st_mtime) if files else None
             heads[queue] = (len(files), oldest.read_bytes() if oldest else None)
         return heads
     pipe = _broker_client(broker).pipeline(transaction=False)
-    for queue in _queue_names():
+    for queue in QUEUES:
         pipe.llen(queue)
         pipe.lindex(queue, -1)  # kombu pushes on the left: the oldest is the last
     answers: list[Any] = pipe.execute()
-    return {
-        queue: (int(answers[2 * i]), answers[2 * i + 1]) for i, queue in enumerate(_queue_names())
-    }
+    return {queue: (int(answers[2 * i]), answers[2 * i + 1]) for i, queue in enumerate(QUEUES)}
 
 
 def _sent_at(raw: bytes) -> float | None:
