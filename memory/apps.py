@@ -1,16 +1,15 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.db import connections
 from django.db.models.signals import post_migrate
+
+from memory import fulltext
 
 
 def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
     """SQLite loses FTS5 triggers when Django rebuilds a table: put them back after each
     migrate (memory.fulltext)."""
-    from django.db import connections
-
-    from memory import fulltext
-
     connection = connections[using]
     if connection.vendor == "sqlite":
         fulltext.ensure_sqlite(connection)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from config.celery import WEBHOOK_QUEUE
 from config.celery import app as celery_app
+from config.queues import WEBHOOK_QUEUE
 from tests.deploy.kustomize_lite import build
 from tests.deploy.support import DEPLOY, ROOT, dockerignored, load_yaml
 from tests.deploy.test_kubernetes import OVERLAY, by_kind, pod_specs
