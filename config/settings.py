@@ -133,6 +133,10 @@ else:
     _connect_timeout = env_int("MEMGOV_DB_CONNECT_TIMEOUT", 3)
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", _connect_timeout)
     DATABASES["default"]["OPTIONS"].setdefault("tcp_user_timeout", _connect_timeout * 1000)
+# `manage.py migrate` (core/management/commands/migrate.py) waits at most this long for a
+# table lock (PostgreSQL's lock_timeout), so a migration queued behind a long transaction
+# fails and is retried instead of holding every query behind it (docs/operations.md).
+MIGRATE_LOCK_TIMEOUT = env_str("MEMGOV_MIGRATE_LOCK_TIMEOUT", "5s")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # One Redis URL for the resolve cache and the Celery broker, used as written (a URL without a

@@ -3,8 +3,10 @@ manifests with it on machines without the kustomize binary, and compare it with
 ``kubectl kustomize`` where that exists.
 
 Supported: ``resources`` (files and directories), ``namespace``, ``labels`` (metadata
-only), ``images`` (newName/newTag), ``replicas`` and strategic-merge ``patches`` by file
-(maps merge, lists of named items merge by name, other lists are replaced). Anything
+only), ``images`` (newName/newTag), ``replicas``, strategic-merge ``patches`` by file
+(maps merge, lists of named items merge by name, other lists are replaced) and
+``nameSuffix`` over Jobs only (nothing refers to a Job by name, so no reference needs
+renaming). Anything
 else in a kustomization is refused, so the renderer cannot silently drift."""
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 
 import yaml
 
-KNOWN = {"apiVersion", "kind", "resources", "namespace", "labels", "images", "replicas", "patches"}
+KNOWN = {
+    *("apiVersion", "kind", "resources", "namespace", "labels", "images", "replicas"),
+    *("patches", "nameSuffix"),
+}
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume"}
 
 
@@ -31,6 +36,11 @@ def build(directory: Path) -> list[dict[str, Any]]:
             resources += build(path)
         else:
             resources += [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    if "nameSuffix" in spec:
+        if {r["kind"] for r in resources} != {"Job"}:
+            raise ValueError("kustomize_lite applies nameSuffix to Jobs only")
+        for resource in resources:
+            resource["metadata"]["name"] += spec["nameSuffix"]
     for patch in spec.get("patches", []):
         _patch(resources, yaml.safe_load((directory / patch["path"]).read_text(encoding="utf-8")))
     for rule in spec.get("labels", []):

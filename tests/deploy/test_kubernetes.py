@@ -20,6 +20,7 @@ from tests.deploy.support import DEPLOY
 
 BASE = DEPLOY / "k8s" / "base"
 OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
+MIGRATE = DEPLOY / "k8s" / "migrate"
 SECRET_NAMES = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "EMAIL_URL", "MEMGOV_METRICS_TOKEN"}
 SCHEMA_VERSION = "1.33.0"  # a current Kubernetes release, also checked against the newest
 
@@ -45,7 +46,11 @@ def _key(resource: dict[str, Any]) -> tuple[str, str]:
     return resource["kind"], resource["metadata"]["name"]
 
 
-@pytest.mark.parametrize("directory", [BASE, OVERLAY], ids=["base", "overlay"])
+@pytest.mark.parametrize(
+    "directory",
+    [BASE, MIGRATE, OVERLAY / "migrate", OVERLAY],
+    ids=["base", "job", "named", "overlay"],
+)
 def test_kubectl_kustomize_renders_what_the_tests_check(directory: Path):
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -151,18 +156,33 @@ def test_migrations_run_in_one_job_and_never_in_the_web_replicas(rendered):
     [job] = by_kind(rendered, "Job").values()
 
     assert migrating == {
-        "memgov-migrate/migrate",
+        "memgov-migrate-1-0-0/migrate",
         # Every role waits for the schema before it starts (issue 36, point 11).
         "memgov-web/wait-for-migrations",
         "memgov-worker/wait-for-migrations",
         "memgov-webhooks/wait-for-migrations",
         "memgov-beat/wait-for-migrations",
     }
-    assert commands["memgov-migrate/migrate"] == "python manage.py migrate --no-input"
+    assert commands["memgov-migrate-1-0-0/migrate"] == "python manage.py migrate --no-input"
     for role in ("web", "worker", "webhooks", "beat"):
         assert "migrate --check" in commands[f"memgov-{role}/wait-for-migrations"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert job["spec"]["backoffLimit"] == 3
+
+
+def test_each_release_applies_its_own_migration_job_and_none_needs_deleting(rendered):
+    # A Job's pod template is immutable: one fixed name would make `kubectl apply` of the
+    # next release fail until someone deleted the last release's Job (issue 36, point 11).
+    [job] = by_kind(rendered, "Job").values()
+    [image] = {c["image"] for c in _all(job["spec"]["template"]["spec"])}
+    tag = image.rsplit(":", 1)[1]
+
+    assert job["metadata"]["name"] == "memgov-migrate-" + tag.replace(".", "-")
+    assert not by_kind(build(BASE), "Job")  # only an overlay, which knows the release, names it
+    # A finished Job removes itself, after a while to read its logs.
+    assert 0 < job["spec"]["ttlSecondsAfterFinished"] <= 86400
+    # A run stuck behind a lock ends; lock_timeout makes each attempt fail fast instead.
+    assert job["spec"]["activeDeadlineSeconds"] <= 900
 
 
 def test_exactly_one_beat_even_during_a_rollout(rendered):
