@@ -26,7 +26,10 @@ from dashboard.admin.approvals import (
 from memory import people
 from memory.models import (
     Alias,
+    Clarification,
     Entity,
+    EntityReference,
+    FieldDefinition,
     MemoryItem,
     MemoryVersion,
     Policy,
@@ -312,3 +315,28 @@ class TaskFlagAdmin(ReadOnlyAdmin):
     list_display = ("task_id", "item", "version_number", "event", "at")
     list_filter = ("event",)
     search_fields = ("task_id", "item__id")
+
+
+@admin.register(EntityReference)
+class EntityReferenceAdmin(ReadOnlyAdmin):
+    """Written with the version that names the entity (memory.references)."""
+
+    list_display = ("version", "entity", "path", "tenant")
+    search_fields = ("entity__id", "version__item__id")
+
+
+@admin.register(FieldDefinition)
+class FieldDefinitionAdmin(ReadOnlyAdmin):
+    """Edited on the dashboard's field catalog page or ``PUT /api/v1/fields/{name}``, which
+    validate the schema and audit the change."""
+
+    list_display = ("name", "tenant", "authority_name", "default_expiry_days", "updated_at")
+    search_fields = ("name",)
+
+
+@admin.register(Clarification)
+class ClarificationAdmin(ReadOnlyAdmin):
+    """Answered through ``POST /api/v1/memories/{id}/clarify`` or the item page."""
+
+    list_display = ("version", "member", "mention", "asked_at", "answered_at", "answered_by")
+    list_filter = ("member",)

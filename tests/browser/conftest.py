@@ -33,7 +33,10 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"  # the run's artif
 WAIT_MS = 20_000  # an upper bound for the page to show what it must; never a timing claim
 
 
-@pytest.fixture(scope="session")
+# One browser a test module: Playwright's sync API keeps an event loop running in this
+# thread while it is started, and tests of other modules in the same process call
+# ``async_to_sync`` (the MCP sessions), which refuses to run beside a running loop.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     if not CHROMIUM.exists():
         message = f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"

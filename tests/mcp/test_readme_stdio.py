@@ -47,6 +47,7 @@ def _filled(value: str, live: Live, key: str) -> str:
         "<the deployment's SECRET_KEY>": live.env["SECRET_KEY"],
         "postgres://…": live.env["DATABASE_URL"],
         "redis://…": live.env["REDIS_URL"],
+        "smtp://…": live.env["EMAIL_URL"],
     }
     for placeholder, real in placeholders.items():
         value = value.replace(placeholder, real)
