@@ -33,6 +33,7 @@ from dashboard.browse import entity_choices
 from dashboard.history import lineage_timeline, version_diff
 from dashboard.impact import CheckView, check_views, impact_rows
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
+from dashboard.queue import next_in_queue
 from memory import proposals
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
@@ -285,6 +286,21 @@ def _approve(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> st
     return f"Approved ({given} of {version.approvals_required}). Waiting for another reviewer."
 
 
+def _then_next(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    """After "Approve and open the next": the next memory of the reviewer's queue (in
+    their saved view), or the queue itself when nothing else waits."""
+    response = _perform(
+        request, principal, memory_id, "approve_form", dashboard_forms.ApproveForm, _approve
+    )
+    if response.status_code != 302:
+        return response
+    following = next_in_queue(principal, after=memory_id)
+    if following is None:
+        messages.info(request, "That was the last memory waiting for you.")
+        return redirect(reverse("dashboard:queue"))
+    return redirect(reverse("dashboard:item", args=[following]))
+
+
 def _reject(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
     services.version_reject(principal=principal, item=item, reason=data["reason"])
     return "Rejected. It will never be used."
@@ -341,6 +357,8 @@ def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> s
 @require_POST
 @dashboard_view
 def approve(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    if request.POST.get("then") == "next":
+        return _then_next(request, principal, memory_id)
     return _perform(
         request, principal, memory_id, "approve_form", dashboard_forms.ApproveForm, _approve
     )

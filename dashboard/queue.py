@@ -1,25 +1,46 @@
-"""The queue: what this reviewer may decide now, oldest first."""
+"""The queue: what this reviewer may decide now, oldest first; filtered, sorted, a view
+saved per person, and many approvals at once (issue 37, point 6).
+
+Bulk approval is a loop over the one approval service: each memory is fetched with the
+same permission-checked selector as its own page, approved (authority checked, audited)
+in its own transaction, and a refusal or a lost race is reported for that memory alone."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from core.authority import Authority
+from approvals import services
+from core.authority import REVIEW_PERMISSION, Authority
+from core.errors import DomainError, NotFound
 from core.principals import Principal
-from dashboard.access import dashboard_view, page_context
+from dashboard.access import dashboard_memory, dashboard_view, page_context
+from dashboard.models import SavedView
 from memory.models import MemoryVersion, Status
 from memory.representations import checks_summary
 from memory.selectors import versions_with_details
 
 QUEUE_LIMIT = 200
 REFRESH_SECONDS = 30
+VALUE_CHARS = 60
+PAGE = "queue"
+SORTS = {
+    "oldest": "Waiting longest",
+    "newest": "Newest",
+    "expiry": "Expiring soonest",
+    "owner": "Owner",
+    "field": "Field",
+}
 
 
 @dataclass(frozen=True)
@@ -28,6 +49,79 @@ class QueueRow:
     waiting_since: datetime
     approvals_given: int
     checks: dict[str, Any]
+    approvers: tuple[str, ...] = ()
+
+    @property
+    def subject(self) -> str:
+        """The entity's name, or what the agent heard when nobody is linked yet."""
+        subject = self.version.subject
+        return subject.name if subject is not None else self.version.item.subject_mention
+
+    @property
+    def value_text(self) -> str:
+        value = self.version.value
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+    @property
+    def scope_pairs(self) -> set[str]:
+        return {f"{dim}={value}" for dim, value in self.version.scope.items()}
+
+
+@dataclass(frozen=True)
+class QueueView:
+    """A filter and a sort, read from and written to a query string; unknown values are
+    ignored (a stale saved view shows everything rather than an error)."""
+
+    kind: str = ""
+    scope: str = ""
+    field: str = ""
+    owner: str = ""
+    sort: str = "oldest"
+
+    @classmethod
+    def from_query(cls, query: QueryDict) -> QueueView:
+        sort = query.get("sort", "oldest")
+        return cls(
+            kind=query.get("kind", "")[:100],
+            scope=query.get("scope", "")[:200],
+            field=query.get("field", "")[:100],
+            owner=query.get("owner", "")[:150],
+            sort=sort if sort in SORTS else "oldest",
+        )
+
+    def query(self) -> str:
+        """Only what differs from the default view, in a fixed order."""
+        pairs = [(k, getattr(self, k)) for k in ("kind", "scope", "field", "owner")]
+        if self.sort != "oldest":
+            pairs.append(("sort", self.sort))
+        return urlencode([(k, v) for k, v in pairs if v])
+
+    @property
+    def filtered(self) -> bool:
+        return any((self.kind, self.scope, self.field, self.owner))
+
+    def keeps(self, row: QueueRow) -> bool:
+        version = row.version
+        return (
+            (not self.kind or version.kind == self.kind)
+            and (not self.field or version.field == self.field)
+            and (not self.owner or version.owner.get_username() == self.owner)
+            and (not self.scope or self.scope in row.scope_pairs)
+        )
+
+    def apply(self, rows: list[QueueRow]) -> list[QueueRow]:
+        kept = [row for row in rows if self.keeps(row)]
+        if self.sort == "newest":
+            return sorted(kept, key=lambda r: r.waiting_since, reverse=True)
+        if self.sort == "expiry":
+            # Memories that never expire last; ties keep the oldest first.
+            return sorted(kept, key=lambda r: (r.version.expires_at is None, r.version.expires_at))
+        if self.sort == "owner":
+            return sorted(kept, key=lambda r: r.version.owner.get_username())
+        if self.sort == "field":
+            return sorted(kept, key=lambda r: r.version.field)
+        return kept
 
 
 def _decided_by(version: MemoryVersion, user_id: int) -> bool:
@@ -41,9 +135,13 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
     authority = Authority.load(principal)
     user = principal.user
     assert user is not None  # noqa: S101 - dashboard principals are people
-    pending = versions_with_details(
-        MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.PENDING_REVIEW)
-    ).order_by("status_changed_at", "pk")
+    pending = (
+        versions_with_details(
+            MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.PENDING_REVIEW)
+        )
+        .select_related("subject")
+        .order_by("status_changed_at", "pk")
+    )
     mine: list[QueueRow] = []
     waiting: list[QueueRow] = []
     for version in pending:
@@ -52,7 +150,13 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
         if not authority.may_decide(version):
             continue
         approvals = [a for a in version.approvals.all() if a.decision == "approve"]
-        row = QueueRow(version, version.status_changed_at, len(approvals), checks_summary(version))
+        row = QueueRow(
+            version,
+            version.status_changed_at,
+            len(approvals),
+            checks_summary(version),
+            tuple(a.reviewer.get_username() for a in approvals),
+        )
         (waiting if _decided_by(version, user.pk) else mine).append(row)
     return mine, waiting[:QUEUE_LIMIT]
 
@@ -73,11 +177,52 @@ def needs_subject(principal: Principal) -> list[MemoryVersion]:
     return rows
 
 
-def _queue_context(principal: Principal) -> dict[str, Any]:
+def saved_view(principal: Principal) -> SavedView | None:
+    return SavedView.objects.filter(tenant=principal.tenant, user=principal.user, page=PAGE).first()
+
+
+def _requested_view(request: HttpRequest, principal: Principal) -> QueueView:
+    """The query string's view; a bare visit opens the saved one (``?view=all`` does not)."""
+    if not request.GET:
+        saved = saved_view(principal)
+        if saved is not None:
+            return QueueView.from_query(QueryDict(saved.query))
+    return QueueView.from_query(request.GET)
+
+
+def _choices(rows: list[QueueRow]) -> dict[str, list[str]]:
+    """The filter's options: the values present among this reviewer's rows."""
+    return {
+        "kind": sorted({r.version.kind for r in rows}),
+        "scope": sorted(set().union(*(r.scope_pairs for r in rows))) if rows else [],
+        "field": sorted({r.version.field for r in rows}),
+        "owner": sorted({r.version.owner.get_username() for r in rows}),
+    }
+
+
+def may_review_anything(principal: Principal) -> bool:
+    """Whether this person could ever be asked to decide: an empty queue means "nothing
+    waits" only for them; anyone else is told what they can do instead."""
+    authority = Authority.load(principal)
+    codes = set(REVIEW_PERMISSION.values())
+    return bool(codes & authority.on_tenant) or any(c in codes for c, _, _ in authority.on_values)
+
+
+def _queue_context(principal: Principal, view: QueueView) -> dict[str, Any]:
     mine, waiting = review_queue(principal)
+    saved = saved_view(principal)
     return page_context(
         principal,
-        rows=mine,
+        rows=view.apply(mine),
+        all_count=len(mine),
+        choices=_choices(mine),
+        view=view,
+        view_query=view.query() or "view=all",
+        saved=saved,
+        saved_current=saved is not None and saved.query == view.query(),
+        sorts=SORTS,
+        sort_label=SORTS[view.sort],
+        reviewer=may_review_anything(principal),
         held=needs_subject(principal),
         waiting=waiting,
         now=timezone.now(),
@@ -88,11 +233,106 @@ def _queue_context(principal: Principal) -> dict[str, Any]:
 @require_GET
 @dashboard_view
 def queue_page(request: HttpRequest, principal: Principal) -> HttpResponse:
-    return render(request, "dashboard/queue.html", _queue_context(principal))
+    view = _requested_view(request, principal)
+    return render(request, "dashboard/queue.html", _queue_context(principal, view))
 
 
 @require_GET
 @dashboard_view
 def queue_rows(request: HttpRequest, principal: Principal) -> HttpResponse:
-    """The htmx refresh of the queue table."""
-    return render(request, "dashboard/_queue_rows.html", _queue_context(principal))
+    """The htmx refresh of the queue table, for the view the page shows."""
+    view = QueueView.from_query(request.GET)
+    return render(request, "dashboard/_queue_rows.html", _queue_context(principal, view))
+
+
+def _back(view: QueueView) -> str:
+    return reverse("dashboard:queue") + f"?{view.query() or 'view=all'}"
+
+
+@require_POST
+@dashboard_view
+def queue_save_view(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """Remember (or, with ``forget``, drop) the view the reviewer is looking at."""
+    view = QueueView.from_query(request.POST)
+    if request.POST.get("forget"):
+        SavedView.objects.filter(tenant=principal.tenant, user=principal.user, page=PAGE).delete()
+        messages.success(request, "Saved view forgotten: the queue opens with everything.")
+        return redirect(reverse("dashboard:queue") + "?view=all")
+    SavedView.objects.update_or_create(
+        tenant=principal.tenant,
+        user=principal.user,
+        page=PAGE,
+        defaults={"query": view.query()},
+    )
+    messages.success(request, "View saved: the queue opens this way from now on.")
+    return redirect(_back(view))
+
+
+def approved_message(version: MemoryVersion) -> str:
+    """What one approval did, in the words the item page uses."""
+    if version.status == Status.CHECKING:
+        return "Approved. Every approval is in: the scenario checks are running."
+    given = sum(1 for a in version.approvals.all() if a.decision == "approve")
+    return f"Approved ({given} of {version.approvals_required}). Waiting for another reviewer."
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    statement: str
+    sentence: str
+    ok: bool
+
+
+def approve_each(principal: Principal, memory_ids: list[str], comment: str) -> list[BulkOutcome]:
+    """One ``version_approve`` per memory, each in its own transaction and audited by the
+    service; one memory's refusal does not undo or stop the others."""
+    oversight = Authority.load(principal)
+    outcomes: list[BulkOutcome] = []
+    for memory_id in dict.fromkeys(memory_ids):
+        statement = "A memory you can no longer open"
+        try:
+            item, head = dashboard_memory(principal, oversight, memory_id)
+            statement = head.statement
+            version = services.version_approve(principal=principal, item=item, comment=comment)
+            version = versions_with_details(MemoryVersion.objects.filter(pk=version.pk)).get()
+        except NotFound:
+            # Never echo the id: it is not one this reviewer may open (or it is gone).
+            outcomes.append(
+                BulkOutcome(statement, "not approved: it is not yours to decide.", False)
+            )
+            continue
+        except DomainError as exc:
+            outcomes.append(BulkOutcome(statement, f"not approved: {exc.detail}", ok=False))
+            continue
+        outcomes.append(BulkOutcome(statement, approved_message(version), ok=True))
+    return outcomes
+
+
+@require_POST
+@dashboard_view
+def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """Approve the ticked rows (or ``only`` one, the ``a`` key), then back to the view."""
+    view = QueueView.from_query(request.POST)
+    only = request.POST.get("only", "")
+    memory_ids = [only] if only else request.POST.getlist("memory")
+    if not memory_ids:
+        messages.error(request, "Tick the memories to approve first.")
+        return redirect(_back(view))
+    outcomes = approve_each(principal, memory_ids[:QUEUE_LIMIT], request.POST.get("comment", ""))
+    done = sum(1 for o in outcomes if o.ok)
+    if len(outcomes) > 1:
+        summary = f"Approved {done} of {len(outcomes)}."
+        (messages.success if done == len(outcomes) else messages.warning)(request, summary)
+    for outcome in outcomes:
+        report = messages.success if outcome.ok else messages.error
+        report(request, f"“{outcome.statement}”: {outcome.sentence}")
+    return redirect(_back(view))
+
+
+def next_in_queue(principal: Principal, after: str) -> str | None:
+    """The memory to open after deciding ``after``: the first row of the reviewer's saved
+    view (or of the whole queue) that is not it."""
+    saved = saved_view(principal)
+    view = QueueView.from_query(QueryDict(saved.query)) if saved else QueueView()
+    mine, _ = review_queue(principal)
+    return next((r.version.item_id for r in view.apply(mine) if r.version.item_id != after), None)

@@ -92,6 +92,8 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
         f"/policy/revalidations/{job.pk}/": "model changed",
         "/overview/": "Pending review by age",
         "/webhooks/": "No webhook endpoint yet.",
+        "/fields/": "Field catalog",
+        "/?kind=task_fact&sort=expiry": "Order order-a goes to Dana",
     }
     pages.update({f"/memories/{memory_id}/": "Evidence" for memory_id in demo.items.values()})
     pages[f"/memories/{demo.items['order_a']}/live/"] = "6 of 6 passed"
@@ -167,7 +169,7 @@ def test_a_correction_shows_what_changed_and_both_versions_on_the_timeline(
     assert "Changes from version 1" in page
     assert "<del>4 Dock Road</del>" in page and "<ins>9 Pier Street</ins>" in page
     assert "<del>Dana&#x27;s office.</del>" in page and "<ins>Pier Street.</ins>" in page
-    assert 'Approvals <span class="muted">0 of 1 required</span>' in page
+    assert 'Approvals <span class="muted">0 of 1 given</span>' in page
     assert "version 1 is in use until this one is active" in page
     assert '<text x="4" y="20" class="tl-label">v1</text>' in page
     assert '<text x="4" y="66" class="tl-label">v2</text>' in page

@@ -45,11 +45,12 @@ def test_the_queue_row_shows_age_kind_scope_approvals_and_preview_checks(demo: D
 
     body = demo.client("omar").get("/").content.decode()
 
-    row = body[body.index("Renewals of project P-9") : body.index("</tr>", body.index("P-9"))]
+    start = body.index(f'<tr data-memory="{demo.items["p9_rule"]}"')
+    row = body[start : body.index("</tr>", start)]
     assert "2 days ago" in body  # 50 hours, rounded to its largest unit
     assert "enterprise_rule" in row
     assert ">project=P-9<" in row and ">supplier=S-17<" in row and ">batch=B-3<" in row
-    assert "0 of 2" in row
+    assert "nobody yet" in row and "(2 needed)" in row
     assert "8 of 8 passed" in row  # its sources are for staff: a visibility scenario too
 
 
@@ -65,7 +66,10 @@ def test_sam_without_review_authority_has_an_empty_queue(demo: Demo) -> None:
     response = demo.client("sam").get("/")
 
     assert _queue(demo.client("sam")) == []
-    assert "Nothing waits for your decision." in response.content.decode()
+    body = response.content.decode()
+    assert "Nothing waits for your decision." not in body
+    assert "You do not review memories, so no decision will ever wait for you here." in body
+    assert 'href="/browse/?owner=sam"' in body
 
 
 def test_an_item_outside_omars_scope_is_a_404_on_its_url(demo: Demo) -> None:
