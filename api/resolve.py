@@ -50,7 +50,7 @@ class ResolveView(MemgovAPIView):
         examples=REQUEST_EXAMPLES["resolve"],
     )
     def post(self, request: Request) -> Response:
-        return Response(answers.resolved(self.principal(), request.data))
+        return Response(answers.resolved_encoded(self.principal(), request.data))
 
 
 class TaskView(MemgovAPIView):

@@ -261,7 +261,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["contract.auth.IsTenantPrincipal"],
     "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["contract.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["contract.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},
     "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",

@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from contract.renderers import EncodedJSON
 from contract.serializers import (
     CorrectionInput,
     MatchInput,
@@ -86,6 +87,14 @@ def memory_corrected(
 def resolved(principal: Principal, data: Any) -> dict[str, Any]:
     valid = validated(ResolveInput, data)
     return resolution.resolve_for(principal, _resolve_request(valid))
+
+
+def resolved_encoded(principal: Principal, data: Any) -> dict[str, Any] | EncodedJSON:
+    """As ``resolved``, but an answer from the cache stays the JSON it was stored as, for
+    a surface that sends JSON (``contract.renderers``)."""
+    valid = validated(ResolveInput, data)
+    answer = resolution.resolve_answer(principal, _resolve_request(valid))
+    return answer if isinstance(answer, dict) else EncodedJSON(answer)
 
 
 def _resolve_request(valid: Mapping[str, Any]) -> resolution.ResolveRequest:

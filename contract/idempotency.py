@@ -9,6 +9,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contract.renderers import EncodedJSON
 from core.models import IdempotencyRecord
 from core.principals import Principal
 from memory.idempotency import StoredAnswer, caller, record_answer
@@ -28,7 +29,10 @@ def keep_answer(record: IdempotencyRecord, response: Response) -> None:
     headers: dict[str, Any] = {h: response[h] for h in _REPLAYED_HEADERS if response.has_header(h)}
     if response.content_type:
         headers["Content-Type"] = response.content_type
-    record_answer(record, response.status_code, response.data, headers)
+    body = response.data
+    if isinstance(body, EncodedJSON):
+        body = body.decoded()
+    record_answer(record, response.status_code, body, headers)
 
 
 def replayed(answer: StoredAnswer) -> Response:

@@ -58,6 +58,35 @@ def test_a_repeated_resolve_is_answered_from_redis_without_sql(
     assert len(private_redis.entries(subject)) == 1
 
 
+def test_an_answer_from_the_cache_is_sent_as_stored_and_says_what_the_fresh_one_said(
+    private_redis, world, django_capture_on_commit_callbacks
+):
+    """The stored JSON goes out as it is (contract.renderers), with this request's
+    instants; an idempotent retry of it replays the same answer."""
+    subject = dana(world)
+    with django_capture_on_commit_callbacks(execute=True):
+        version = propose_address(world, subject)
+    assert_active(version)
+    agent = world.client("agent")
+    fresh = agent.post("/api/v1/resolve", {"subject": subject}, format="json")
+
+    cached = agent.post(
+        "/api/v1/resolve", {"subject": subject}, format="json", HTTP_IDEMPOTENCY_KEY="once"
+    )
+    replay = agent.post(
+        "/api/v1/resolve", {"subject": subject}, format="json", HTTP_IDEMPOTENCY_KEY="once"
+    )
+
+    assert cache.stats["hits"] == 1
+    assert cached["Content-Type"] == "application/json"
+    instants = ("valid_at", "known_at")
+    body = {k: v for k, v in cached.json().items() if k not in instants}
+    assert body == {k: v for k, v in fresh.json().items() if k not in instants}
+    assert list(cached.json())[:2] == list(instants)
+    assert replay["Idempotent-Replayed"] == "true"
+    assert replay.json() == cached.json()
+
+
 def test_a_value_beyond_64_bits_is_answered_exactly_and_left_uncached(
     private_redis, world, django_capture_on_commit_callbacks
 ):
