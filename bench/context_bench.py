@@ -22,39 +22,13 @@ Target: p95 over all requests ≤ 30 ms at 1M versions. Results: a printed table
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import random
-import statistics
-import sys
-import time
 from typing import Any
-from urllib.parse import urlsplit
 
-from bench.reports import report_path
+from bench import one_client
 
 P95_TARGET_MS = 30.0
 PROBES = 200
-
-
-def _size_url(base: str, size: str) -> str:
-    parts = urlsplit(base)
-    return parts._replace(path=f"{parts.path}_{size}").geturl()
-
-
-def _setup(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
-    os.environ["MEMGOV_RESOLVE_CACHE"] = "false"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
 
 
 def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
@@ -84,86 +58,25 @@ def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]
     return principal, queries
 
 
-def _spread(samples: list[float]) -> dict[str, Any]:
-    ordered = sorted(samples)
-    cut = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else []
-
-    def at(p: int) -> float:
-        return round(cut[p - 1] if cut else ordered[0], 2)
-
-    return {"n": len(ordered), "p50_ms": at(50), "p95_ms": at(95), "p99_ms": at(99)}
-
-
-def run(seconds: float, seed: int) -> dict[str, Any]:
+def main(argv: list[str] | None = None) -> None:
+    args, url = one_client.arguments(__doc__ or "", argv)
+    one_client.setup(url)
     from contract.context import context_built
 
-    principal, queries = _workload(random.Random(seed))
-    for _kind, data in queries[:20]:  # warm the connection, the plans and the caches
-        context_built(principal, data)
-    by_kind: dict[str, list[float]] = {}
-    tokens: dict[str, list[int]] = {}
-    deadline = time.monotonic() + seconds
-    i = 0
-    while time.monotonic() < deadline:
-        kind, data = queries[i % len(queries)]
-        i += 1
-        started = time.perf_counter()
-        block = context_built(principal, data)
-        by_kind.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
-        tokens.setdefault(kind, []).append(block["tokens"]["used"])
-    overall = _spread([ms for samples in by_kind.values() for ms in samples])
-    return {
-        "overall": overall,
-        "kinds": {
-            kind: {**_spread(samples), "mean_tokens": round(statistics.mean(tokens[kind]), 1)}
-            for kind, samples in by_kind.items()
-        },
-        "target": {
-            "p95_ms_at_most": P95_TARGET_MS,
-            "measured_p95_ms": overall["p95_ms"],
-            "met": overall["p95_ms"] <= P95_TARGET_MS,
-        },
-    }
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="1m", help="10k, 100k or 1m (the database suffix)")
-    parser.add_argument("--database-url", help="this database instead of <DATABASE_URL>_<size>")
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--seed", type=int, default=35)
-    args = parser.parse_args(argv)
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/memgov_bench")
-    url = args.database_url or _size_url(base, args.size)
-    _setup(url)
-    load_before = os.getloadavg()
-    result = run(args.seconds, args.seed)
-    report = {
-        "benchmark": "context",
-        "command": " ".join([sys.executable, "-m", "bench.context_bench", *(argv or sys.argv[1:])]),
-        "database": urlsplit(url).path.lstrip("/"),
-        "size": None if args.database_url else args.size,
-        "seconds": args.seconds,
-        "cache": "off (every block resolves from the database)",
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_before": [round(x, 2) for x in load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()],
-        },
-        **result,
-    }
-    print(f"context block, 1 client, {report['database']}, {args.seconds:g} s, cache off")
-    for kind, line in [("all", result["overall"]), *result["kinds"].items()]:
-        print(
-            f"  {kind:<14} n={line['n']:<6} p50 {line['p50_ms']:>7} ms  "
-            f"p95 {line['p95_ms']:>7} ms  p99 {line['p99_ms']:>7} ms"
+    def run() -> dict[str, Any]:
+        principal, queries = _workload(random.Random(args.seed))
+        return one_client.closed_loop(
+            lambda data: context_built(principal, data),
+            queries,
+            args.seconds,
+            lambda block: block["tokens"]["used"],
+            "mean_tokens",
+            P95_TARGET_MS,
         )
-    verdict = "met" if result["target"]["met"] else "missed"
-    print(f"  target p95 ≤ {P95_TARGET_MS:g} ms: {verdict}")
-    out = report_path("context")
-    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    print(f"({out})")
+
+    one_client.report(
+        "context", args, url, argv, run, cache="off (every block resolves from the database)"
+    )
 
 
 if __name__ == "__main__":
