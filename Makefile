@@ -33,6 +33,7 @@ prod: $(STAMP)
 	DEBUG=false $(BIN)/python manage.py collectstatic --no-input -v0
 	DEBUG=false MEMGOV_LOG_FORMAT="$${MEMGOV_LOG_FORMAT:-json}" \
 		GUNICORN_BIND="$${GUNICORN_BIND:-127.0.0.1:8000}" PATH="$(CURDIR)/$(BIN):$$PATH" \
+		MEMGOV_WORKER_METRICS_HOST="$${MEMGOV_WORKER_METRICS_HOST:-127.0.0.1}" \
 		$(BIN)/python scripts/supervise.py deploy/Procfile
 
 # Two processes by default: much of the suite waits on servers, workers and browsers, so

@@ -294,14 +294,15 @@ def exposition() -> bytes:
     return generate_latest(recorded_registry()) + generate_latest(live)
 
 
-def serve_worker_metrics(port: int) -> tuple[str, int]:
+def serve_worker_metrics(port: int, host: str = "0.0.0.0") -> tuple[str, int]:  # noqa: S104
     """A Celery worker's own scrape endpoint (task durations and lag, check runs run by
     its pool): plain HTTP on ``port``, for the cluster's Prometheus only (the
     NetworkPolicy admits the monitoring namespace alone). Prefork children write to
-    PROMETHEUS_MULTIPROC_DIR, set before the worker starts."""
-    server, _ = start_http_server(port, registry=recorded_registry())
-    host, bound = server.server_address[:2]
-    return str(host), int(bound)
+    PROMETHEUS_MULTIPROC_DIR, set before the worker starts. ``host``: the address to
+    listen on (MEMGOV_WORKER_METRICS_HOST)."""
+    server, _ = start_http_server(port, addr=host, registry=recorded_registry())
+    listening, bound = server.server_address[:2]
+    return str(listening), int(bound)
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

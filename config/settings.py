@@ -428,6 +428,9 @@ MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
 MEMGOV_READY_TIMEOUT_SECONDS = float(env_str("MEMGOV_READY_TIMEOUT_SECONDS", "2"))
 # A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
 MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
+# The address it listens on: every interface in a pod (Prometheus scrapes the pod's IP),
+# loopback under make prod (the Makefile sets it), so it is never public on a host.
+MEMGOV_WORKER_METRICS_HOST = env_str("MEMGOV_WORKER_METRICS_HOST", "0.0.0.0")  # noqa: S104
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
 # with the request id on every line; this replaces the LOGGING above.
 LOGGING = logging_config(

@@ -180,7 +180,12 @@ def _django_logging(**_: Any) -> None:
 
 @signals.worker_init.connect
 def _worker_metrics(**_: Any) -> None:
+    """Metrics are no reason to stop running tasks: a taken port is logged, not fatal."""
     port: int = settings.MEMGOV_WORKER_METRICS_PORT
     if port:
-        host, bound = metrics.serve_worker_metrics(port)
+        try:
+            host, bound = metrics.serve_worker_metrics(port, settings.MEMGOV_WORKER_METRICS_HOST)
+        except OSError as error:
+            task_logger.error("worker metrics off: port %s: %s", port, error)
+            return
         task_logger.info("worker metrics on %s:%s/metrics", host, bound)

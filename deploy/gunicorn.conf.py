@@ -6,10 +6,10 @@ whole server whatever worker answers it."""
 
 import multiprocessing
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from scripts import metrics_dirs
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2 + 1))
@@ -42,11 +42,12 @@ errorlog = "-"
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # Set before the workers import prometheus_client: it decides its mode at import. A
-# directory made here is this server's own and is removed when it exits (on_exit); the
-# file is read again on SIGHUP, so the environment remembers which directory that is.
+# directory made here is this server's own and is removed when it exits (on_exit), or by
+# the next server if this one was killed first (scripts/metrics_dirs.py); the file is read
+# again on SIGHUP, so the environment remembers which directory that is.
 if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["MEMGOV_OWN_METRICS_DIR"] = (
-        tempfile.mkdtemp(prefix="memgov-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["MEMGOV_OWN_METRICS_DIR"] = str(
+        metrics_dirs.make_own("web")
     )
 METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 # Probes (/healthz, /readyz) on their own port, answered by a thread of each worker that
@@ -86,7 +87,7 @@ def on_exit(server: Any) -> None:
     """No /tmp/memgov-metrics-* left behind by a server that made its own."""
     own = os.environ.get("MEMGOV_OWN_METRICS_DIR")
     if own and Path(own) == METRICS_DIR:
-        shutil.rmtree(own, ignore_errors=True)
+        metrics_dirs.remove_own(METRICS_DIR)
 
 
 def child_exit(server: Any, worker: Any) -> None:

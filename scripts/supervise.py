@@ -7,6 +7,10 @@ again after a pause that doubles while it keeps failing quickly (1 s up to 30 s,
 prefixed with its name (``worker.1 | …``), as honcho did. SIGINT or SIGTERM stops them all
 (SIGTERM to each process group, SIGKILL after a grace period) and ends this.
 
+Each role gets a PROMETHEUS_MULTIPROC_DIR of its own (scripts/metrics_dirs.py), emptied
+when the role starts again and removed when this ends: two Celery workers on one machine
+do not add up each other's samples, and no /tmp/memgov-metrics-* is left behind.
+
     python scripts/supervise.py deploy/Procfile
 """
 
@@ -23,6 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+if not __package__:  # run as a file (make prod): the repository's packages importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripts import metrics_dirs
+
 FIRST_PAUSE, LONGEST_PAUSE, HEALTHY_AFTER, GRACE = 1.0, 30.0, 60.0, 30.0
 
 
@@ -35,11 +43,16 @@ class Role:
     pause: float = FIRST_PAUSE
     restart_at: float = 0.0
     restarts: int = field(default=0)
+    metrics: Path | None = None
 
     def start(self) -> None:
+        if self.metrics is None:
+            self.metrics = metrics_dirs.make_own(self.name)
+        metrics_dirs.empty(self.metrics)  # a dead run's gauges would count as live
         self.process = subprocess.Popen(  # noqa: S602 - the Procfile's own shell lines
             self.command,
             shell=True,
+            env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(self.metrics)},
             start_new_session=True,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -110,6 +123,9 @@ def _stop_all(roles: list[Role]) -> int:
         except subprocess.TimeoutExpired:
             _signal_group(process, signal.SIGKILL)
             process.wait()
+    for role in roles:
+        if role.metrics is not None:
+            metrics_dirs.remove_own(role.metrics)
     say("stopped")
     return 0
 

@@ -67,13 +67,27 @@ def env_example() -> dict[str, str]:
 def procfile() -> dict[str, list[str]]:
     """deploy/Procfile's processes as argument lists (after ``exec``), each
     ``${VAR:-default}`` at its default."""
+    return {name: argv for name, (_, argv) in _procfile_lines().items()}
+
+
+def procfile_environment() -> dict[str, dict[str, str]]:
+    """The variables each Procfile line sets for its process (``NAME=value exec …``), at
+    their defaults."""
+    return {name: env for name, (env, _) in _procfile_lines().items()}
+
+
+def _procfile_lines() -> dict[str, tuple[dict[str, str], list[str]]]:
     processes = {}
     for line in (DEPLOY / "Procfile").read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         name, command = line.split(":", 1)
         argv = shlex.split(re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", command))
-        processes[name.strip()] = argv[1:] if argv[0] == "exec" else argv
+        env = {}
+        while re.fullmatch(r"\w+=.*", argv[0]):
+            key, _, value = argv.pop(0).partition("=")
+            env[key] = value
+        processes[name.strip()] = (env, argv[1:] if argv[0] == "exec" else argv)
     return processes
 
 

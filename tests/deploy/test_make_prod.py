@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 from django.conf import settings
+from prometheus_client.parser import text_string_to_metric_families
 
 from audit.models import AuditEvent
 from config.celery import app as celery_app
@@ -65,6 +66,20 @@ class Prod:
     process: subprocess.Popen[bytes]
     base: str
     log: Path
+    metrics_ports: dict[str, int]  # role -> its worker metrics port
+
+    def task_runs(self, role: str) -> dict[str, float]:
+        """Runs per task on the role's own metrics port (issue 36, point 8: on by default)."""
+        url = f"http://127.0.0.1:{self.metrics_ports[role]}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+        return {
+            sample.labels["task"]: sample.value
+            for family in text_string_to_metric_families(text)
+            if family.name == "memgov_celery_task_duration_seconds"
+            for sample in family.samples
+            if sample.name.endswith("_count") and sample.labels["state"] == "SUCCESS"
+        }
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -124,6 +139,9 @@ def _forget_queued_tasks() -> None:
 def prod(world: World, tmp_path: Path) -> Iterator[Prod]:
     _forget_queued_tasks()
     port = free_port()
+    # Each worker role its own port (the Procfile's defaults are 9808 and 9809; free ones
+    # here, as other tests may run make prod beside this one).
+    metrics_ports = {"worker": free_port(), "webhooks": free_port()}
     log = tmp_path / "make-prod.log"
     env = {
         **os.environ,
@@ -139,6 +157,8 @@ def prod(world: World, tmp_path: Path) -> Iterator[Prod]:
         "SITE_URL": f"http://127.0.0.1:{port}",
         "EMAIL_URL": "dummy://",
         "MEMGOV_THROTTLE_RATE": "100000/min",
+        "MEMGOV_WORKER_METRICS_PORT": str(metrics_ports["worker"]),
+        "MEMGOV_WEBHOOK_METRICS_PORT": str(metrics_ports["webhooks"]),
     }
     env.pop("DEBUG", None)
     with log.open("wb") as out:
@@ -150,7 +170,9 @@ def prod(world: World, tmp_path: Path) -> Iterator[Prod]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    server = Prod(process=process, base=f"http://127.0.0.1:{port}", log=log)
+    server = Prod(
+        process=process, base=f"http://127.0.0.1:{port}", log=log, metrics_ports=metrics_ports
+    )
     try:
         wait_for("make prod to answer /readyz", server.answers, timeout=60)
         yield server
@@ -244,6 +266,11 @@ def test_make_prod_serves_the_delivery_story_and_finishes_a_task_through_sigterm
     after = prod.ok(agent, "POST", "/resolve", {"subject": dana, "context": {"task": "order-a"}})
     assert [f["value"] for f in after["facts"]] == ["12 Elm Street"]
     assert prod.ok(agent, "GET", "/tasks/dispatch-order-a")["needs_reverification"] is True
+
+    # And each worker served its own metrics on its own port: the gate runs its pool ran
+    # on the workflow worker's, none on the webhook deliveries' worker's.
+    assert prod.task_runs("worker").get("approvals.tasks.run_gate_checks", 0) >= 2
+    assert "approvals.tasks.run_gate_checks" not in prod.task_runs("webhooks")
 
     # When a new preference's gate run is in flight (held at its activation lock, which
     # the test takes first) and the worker is told to stop.

@@ -30,7 +30,7 @@ from core.models import Outbox
 from memory import cache
 from memory.models import MemoryVersion
 from tests.conftest import later, needs
-from tests.deploy.support import DEPLOY
+from tests.deploy.support import DEPLOY, ROOT, is_celery_worker, procfile, procfile_environment
 from tests.resolve.conftest import Story
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -329,3 +329,19 @@ def test_a_scrape_during_a_database_outage_still_answers_with_the_queue(scraper,
 
 def test_the_image_serves_worker_metrics_by_default():
     assert "MEMGOV_WORKER_METRICS_PORT=9808" in (DEPLOY / "Dockerfile").read_text()
+
+
+def test_make_prod_serves_each_workers_metrics_on_its_own_port_by_default():
+    # Both Celery workers of deploy/Procfile run on one machine: one port would fail the
+    # second worker's listener (issue 36, point 8). Loopback only (the Makefile).
+    environment = procfile_environment()
+    ports = {
+        role: int(environment[role]["MEMGOV_WORKER_METRICS_PORT"])
+        for role, argv in procfile().items()
+        if is_celery_worker(argv)
+    }
+    prod = (ROOT / "Makefile").read_text().split("\nprod:", 1)[1].split("\n\n", 1)[0]
+
+    assert set(ports) == {"worker", "webhooks"}
+    assert all(ports.values()) and len(set(ports.values())) == len(ports)
+    assert 'MEMGOV_WORKER_METRICS_HOST="$${MEMGOV_WORKER_METRICS_HOST:-127.0.0.1}"' in prod
