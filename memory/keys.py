@@ -18,6 +18,7 @@ from django.db.models import Model, Q
 from django.utils import timezone
 
 from core.models import ApiKey, Membership, Tenant
+from core.sql import bound_on_server
 
 KEY_PREFIX = "mg"
 # A key's use is recorded at most this often, so authentication is not a write per request.
@@ -110,7 +111,7 @@ def _live_key(prefix: str) -> ApiKey | None:
     global _read
     if _read is None:
         _read = _KeyRead()
-    with connection.cursor() as cursor:
+    with bound_on_server(), connection.cursor() as cursor:  # prepared once run often
         cursor.execute(_read.sql, [prefix, timezone.now()])
         row = cursor.fetchone()
     if row is None:
