@@ -52,6 +52,7 @@ class ImpactRow:
     after: Told
     outranked: tuple[Told, ...]
     changed: bool
+    tie: bool = False  # after activation, equally ranked values: agents get no answer
 
 
 def _value(value: Any) -> str:
@@ -114,9 +115,21 @@ def impact_rows(principal: Principal, version: MemoryVersion) -> list[ImpactRow]
                     _told(c, "outranked", principal, version, sources) for c in entry.outranked
                 ),
                 changed=entry.changed,
+                tie=entry.after is None and entry.after_reason == "conflict",
             )
         )
     return rows
+
+
+def tied_with(rows: Iterable[ImpactRow] | None) -> dict[str, Told]:
+    """The memories this version would tie with, by id: those it could replace."""
+    return {
+        t.memory_id: t
+        for row in rows or ()
+        if row.tie
+        for t in row.outranked
+        if t.memory_id and not t.hidden
+    }
 
 
 @dataclass(frozen=True)

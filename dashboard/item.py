@@ -6,6 +6,7 @@ page with that status, and success redirects (post/redirect/get)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,13 +26,13 @@ from approvals.explain import failure_for
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer
-from core.errors import DomainError, NotFound
+from core.errors import Conflict, DomainError, Forbidden, NotFound
 from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
 from dashboard.history import lineage_timeline, version_diff
-from dashboard.impact import CheckView, check_views, impact_rows
+from dashboard.impact import CheckView, check_views, impact_rows, tied_with
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from dashboard.queue import next_in_queue
 from memory import proposals
@@ -41,6 +42,10 @@ from memory.representations import checks_summary
 from memory.selectors import access_source, memory_versions
 
 POLL_SECONDS = 2
+
+
+class ReplaceForm(forms.Form):
+    older = forms.CharField(max_length=40)
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ class Abilities:
     is_proposer: bool
     link: bool
     correct: bool
+    replace: bool = False
 
 
 def abilities(
@@ -165,6 +171,8 @@ def item_context(
         ),
     }
     can = abilities(oversight, head, versions)
+    impact = impact_rows(principal, head)
+    can = dataclasses.replace(can, replace=bool(tied_with(impact)) and (can.decide or can.recheck))
     held = can.link and item.subject_id is None
     scenarios = list(
         Scenario.objects.filter(version__item=item, version__number__lte=head.number).order_by("pk")
@@ -189,7 +197,7 @@ def item_context(
         approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
-        impact=impact_rows(principal, head),
+        impact=impact,
         scenarios=scenarios,
         rerunning=preview_rerunning(head, scenarios),
         can=can,
@@ -412,10 +420,40 @@ def correct(request: HttpRequest, principal: Principal, memory_id: str) -> HttpR
 
 @require_POST
 @dashboard_view
+def replace(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    return _perform(request, principal, memory_id, "replace_form", ReplaceForm, _replace)
+
+
+@require_POST
+@dashboard_view
 def add_scenario(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
     return _perform(
         request, principal, memory_id, "scenario_form", dashboard_forms.ScenarioForm, _scenario
     )
+
+
+def _replace(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    """Issue 37, point 5: a version that would tie with an older memory replaces it. Two
+    services, each authority-checked and audited: retire the older one, then approve this
+    version (or run its checks again when they failed on the tie)."""
+    oversight = Authority.load(principal)
+    _, head = dashboard_memory(principal, oversight, item.pk)
+    tied = tied_with(impact_rows(principal, head))
+    older_told = tied.get(data["older"])
+    if older_told is None:
+        raise Conflict("That memory no longer ties with this one; nothing was changed.")
+    can = abilities(oversight, head, list(memory_versions(item)))
+    if not (can.decide or can.recheck):
+        raise Forbidden("Replacing it needs your decision on this version, which you cannot give.")
+    older, _ = dashboard_memory(principal, oversight, data["older"])
+    services.memory_retire(
+        principal=principal, item=older, reason=f"Replaced by “{head.statement}”"
+    )
+    retired = f"Retired “{older_told.statement}”."
+    if head.status == Status.PENDING_REVIEW:
+        return f"{retired} {_approve(principal, item, {'comment': 'replaces a tied memory'})}"
+    services.version_recheck(principal=principal, item=item)
+    return f"{retired} This version's checks are running again, without the tie."
 
 
 def _revoked_message(ended: int) -> str:

@@ -28,6 +28,7 @@ urlpatterns = [
     path("memories/<str:memory_id>/reject/", item.reject, name="reject"),
     path("memories/<str:memory_id>/retire/", item.retire, name="retire"),
     path("memories/<str:memory_id>/recheck/", item.recheck, name="recheck"),
+    path("memories/<str:memory_id>/replace/", item.replace, name="replace"),
     path("memories/<str:memory_id>/correct/", item.correct, name="correct"),
     path("memories/<str:memory_id>/scenarios/", item.add_scenario, name="add-scenario"),
     path("memories/<str:memory_id>/link/", entities.link_subject, name="link-subject"),
