@@ -55,13 +55,20 @@ def dockerignored(path: str) -> bool:
     return ignored
 
 
-def env_example() -> dict[str, str]:
+def env_example(name: str = ".env.example") -> dict[str, str]:
+    """The variables an example env file under deploy/ sets (commented lines left out)."""
     pairs = {}
-    for line in (DEPLOY / ".env.example").read_text(encoding="utf-8").splitlines():
+    for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            name, _, value = line.partition("=")
-            pairs[name.strip()] = value.strip()
+            key, _, value = line.partition("=")
+            pairs[key.strip()] = value.strip()
     return pairs
+
+
+def env_example_names(name: str) -> set[str]:
+    """Every variable an example env file names, set or shown at its default (``# NAME=``)."""
+    text = (DEPLOY / name).read_text(encoding="utf-8")
+    return set(re.findall(r"^(?:# )?([A-Z][A-Z0-9_]*)=", text, flags=re.MULTILINE))
 
 
 def procfile() -> dict[str, list[str]]:

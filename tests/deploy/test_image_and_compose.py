@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.support import DEPLOY, ROOT, dockerignored, env_example, load_yaml
+from tests.deploy.support import (
+    DEPLOY,
+    ROOT,
+    dockerignored,
+    env_example,
+    env_example_names,
+    load_yaml,
+)
 
 APP_SERVICES = ("web", "worker", "beat")
 
@@ -123,7 +130,7 @@ def test_web_worker_beat_and_migrate_share_one_image_and_one_environment():
 
     assert len({s["image"] for s in app}) == 1
     assert all(s["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"} for s in app)
-    assert all(s["env_file"] == [".env"] for s in app)
+    assert all(s["env_file"] == ["memgov.env"] for s in app)
     assert all(s["read_only"] is True and s["tmpfs"] == ["/tmp"] for s in app)  # noqa: S108
     assert "8001/readyz" in services["web"]["healthcheck"]["test"][-1]  # the probe port
     assert services["beat"].get("deploy", {}).get("replicas", 1) == 1
@@ -137,10 +144,29 @@ def test_secrets_come_from_the_env_file_whose_example_is_committed():
     without_default = {name for name in referenced if not re.search(rf"\$\{{{name}:-", text)}
 
     assert "secrets" not in compose
-    assert "SECRET_KEY" in example and example["SECRET_KEY"] == ""
+    assert env_example("memgov.env.example")["SECRET_KEY"] == ""
     assert without_default <= set(example)
     assert not (DEPLOY / "secret_key.txt").exists()
-    assert "deploy/.env" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert {"deploy/.env", "deploy/memgov.env"} <= set(ignored)
+    assert dockerignored("deploy/memgov.env")
+
+
+def test_the_database_password_reaches_app_containers_only_inside_database_url():
+    # Issue 36, point 13: deploy/.env holds POSTGRES_PASSWORD; no app container reads it,
+    # and only the database URL (which each one needs) carries the password.
+    services = _compose()["services"]
+    app = {name: services[name] for name in (*APP_SERVICES, "webhooks", "migrate")}
+    app_settings = env_example_names("memgov.env.example")
+
+    assert "POSTGRES_PASSWORD" not in app_settings
+    assert "POSTGRES_PASSWORD" in env_example()
+    for name, service in app.items():
+        assert ".env" not in service["env_file"], name
+        carrying = {k for k, v in service["environment"].items() if "POSTGRES_PASSWORD" in v}
+        assert carrying == {"DATABASE_URL"}, name
+    assert services["db"]["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD")
+    assert "env_file" not in services["db"]  # and the database none of the app's secrets
 
 
 def test_docker_compose_config_accepts_the_file_when_the_plugin_is_installed(tmp_path):
@@ -155,7 +181,8 @@ def test_docker_compose_config_accepts_the_file_when_the_plugin_is_installed(tmp
     copy = tmp_path / "deploy"
     copy.mkdir()
     shutil.copy(DEPLOY / "compose.yaml", copy / "compose.yaml")
-    (copy / ".env").write_text("SECRET_KEY=x\nPOSTGRES_PASSWORD=y\n")
+    (copy / ".env").write_text("POSTGRES_PASSWORD=y\n")
+    (copy / "memgov.env").write_text("SECRET_KEY=x\nEMAIL_URL=dummy://\n")
     shown = subprocess.run(  # noqa: S603 - docker compose config reads, never starts
         [docker, "compose", "-f", str(copy / "compose.yaml"), "config", "--quiet"],
         capture_output=True,
