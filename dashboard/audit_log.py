@@ -19,6 +19,8 @@ def _render(
     request: HttpRequest, principal: Principal, verdict: ChainVerification | None = None
 ) -> HttpResponse:
     form = AuditFilterForm(request.GET or None)
+    # Read in the tenant's zone (the dashboard activates it), as the table shows times.
+    form.fields["since"].label = f"Since ({principal.tenant.time_zone})"
     data = form.cleaned_data if form.is_bound and form.is_valid() else {}
     events = audit_events(
         tenant=principal.tenant,

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.utils import timezone
+
 CHART_WIDTH = 420
 CHART_HEIGHT = 190
 BAR_TOP = 16
@@ -96,7 +98,8 @@ class TimeScale:
         return round(self.left + share * (self.right - self.left), 1)
 
     def ticks(self, count: int = 4) -> list[tuple[float, str]]:
-        """Evenly spaced labels, as fine as the span needs (dates, hours or seconds)."""
+        """Evenly spaced labels, as fine as the span needs (dates, hours or seconds), in
+        the active time zone (the tenant's on every dashboard page), like the tables."""
         step = (self.end - self.start) / count
         span = self.end - self.start
         fmt = "%Y-%m-%d"
@@ -105,4 +108,4 @@ class TimeScale:
         elif span < timedelta(days=3):
             fmt = "%d %b %H:%M"
         moments = [self.start + step * i for i in range(count + 1)]
-        return [(self.x(moment), moment.strftime(fmt)) for moment in moments]
+        return [(self.x(moment), timezone.localtime(moment).strftime(fmt)) for moment in moments]

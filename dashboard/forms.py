@@ -194,7 +194,7 @@ class AuditFilterForm(forms.Form):
     target = forms.CharField(required=False, max_length=60)
     actor = forms.CharField(required=False, max_length=150)
     action = forms.CharField(required=False, max_length=60)
-    since = UtcDateTimeField(required=False, help_text="UTC")
+    since = UtcDateTimeField(required=False, help_text="In the tenant's time zone (see Policy).")
 
 
 class PolicyForm(DashboardForm):

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from dashboard.charts import TimeScale
 from memory.models import MemoryVersion, Status
 
@@ -33,7 +35,10 @@ def _shown(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M UTC")
+        # The tenant's zone, which the dashboard activates, named as the tables name it.
+        return (
+            f"{timezone.localtime(value):%Y-%m-%d %H:%M} ({timezone.get_current_timezone_name()})"
+        )
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
