@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: run prod test lint venv demo clean bench fuzz
+.PHONY: run prod test lint venv demo clean bench fuzz lock
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,17 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
+
+# The image's dependencies, pinned with their hashes (deploy/Dockerfile installs from this
+# file with --require-hashes): run after changing [project] dependencies in pyproject.toml,
+# and to take updates. pip-tools lives in a scratch virtualenv under var/.
+LOCK_PIP_COMPILE = --quiet --generate-hashes --strip-extras --allow-unsafe \
+	--no-emit-index-url --no-emit-find-links
+lock:
+	$(PYTHON) -m venv var/lock-venv
+	var/lock-venv/bin/python -m pip install --quiet "pip>=25.1" pip-tools
+	CUSTOM_COMPILE_COMMAND="make lock" var/lock-venv/bin/pip-compile $(LOCK_PIP_COMPILE) $(LOCK_ARGS) \
+		-o requirements/runtime.lock pyproject.toml
 
 clean:
 	rm -rf var .pytest_cache .mypy_cache .ruff_cache

@@ -1,8 +1,9 @@
-"""Install Memgov as the image does (``pip install .``: the runtime dependencies only, no
-dev group) into a fresh virtualenv, then run ``manage.py check --deploy``, migrate, serve
-the production web role (gunicorn with ``deploy/gunicorn.conf.py``) and answer one API
-request with a key. A dependency imported at run time but named only in the dev group
-fails here, not in production.
+"""Install Memgov as the image does (the hash-checked versions of
+requirements/runtime.lock, then ``pip install --no-deps .``: the runtime dependencies
+only, no dev group) into a fresh virtualenv, then run ``manage.py check --deploy``,
+migrate, serve the production web role (gunicorn with ``deploy/gunicorn.conf.py``) and
+answer one API request with a key. A dependency imported at run time but named only in
+the dev group, or missing from the lockfile, fails here, not in production.
 
     DATABASE_URL=postgres://… REDIS_URL=redis://… python3 scripts/check_runtime_install.py
 
@@ -71,7 +72,10 @@ def main() -> None:
         }
         _run([sys.executable, "-m", "venv", str(venv)], env)
         _run([python, "-m", "pip", "install", "--quiet", "pip>=25.1"], env)
-        _run([python, "-m", "pip", "install", "--quiet", "."], env)
+        # As deploy/Dockerfile: the locked versions, hash-checked, then the project alone.
+        lock = ["-r", "requirements/runtime.lock"]
+        _run([python, "-m", "pip", "install", "--quiet", "--require-hashes", *lock], env)
+        _run([python, "-m", "pip", "install", "--quiet", "--no-deps", "."], env)
         print(_run([python, "manage.py", "check", "--deploy"], env), end="", flush=True)
         _run([python, "manage.py", "migrate", "--no-input", "-v0"], env)
         _run([python, "manage.py", "collectstatic", "--no-input", "-v0"], env)
