@@ -20,7 +20,7 @@ LOCK = ROOT / "requirements" / "runtime.lock"
 def _locked() -> dict[str, tuple[str, list[str]]]:
     """name -> (version, hashes) of each pin in the lockfile."""
     text = LOCK.read_text(encoding="utf-8")
-    pins = {}
+    pins: dict[str, tuple[str, list[str]]] = {}
     for block in re.split(r"\n(?=[A-Za-z0-9])", text):
         match = re.match(r"([A-Za-z0-9._-]+)==(\S+)", block)
         if match:
@@ -37,7 +37,7 @@ def _runtime() -> list[Requirement]:
 def _extras_needs(requirement: Requirement) -> set[str]:
     """What the requirement's extras add (psycopg[binary]: psycopg-binary), as the
     installed distribution's metadata says."""
-    needs = set()
+    needs: set[str] = set()
     for line in importlib.metadata.requires(requirement.name) or []:
         wanted = Requirement(line)
         for extra in requirement.extras:

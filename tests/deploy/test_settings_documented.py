@@ -49,6 +49,7 @@ def settings_read() -> set[str]:
         and node.func.id in READERS
         and node.args
         and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
     }
 
 
