@@ -190,3 +190,16 @@ def test_docker_compose_config_accepts_the_file_when_the_plugin_is_installed(tmp
         check=False,
     )
     assert shown.returncode == 0, shown.stderr
+
+
+def test_compose_workers_serve_their_pools_metrics_and_checks_leave_no_samples():
+    # The image turns worker metrics on (9808); without a shared directory the samples
+    # of the pool's processes, where tasks run, would never reach the worker's port.
+    services = _compose()["services"]
+
+    for name in ("worker", "webhooks"):
+        service = services[name]
+        assert service["environment"]["PROMETHEUS_MULTIPROC_DIR"] == "/tmp", name  # noqa: S108
+        assert service["tmpfs"] == ["/tmp"], name  # noqa: S108 - fresh at each start
+        check = service["healthcheck"]["test"][-1]
+        assert check.startswith("env -u PROMETHEUS_MULTIPROC_DIR celery"), name
