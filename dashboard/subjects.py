@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import cast
+import json
+from typing import Any, cast
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -10,18 +11,44 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from contract.answers import resolved
 from core.authority import may_erase, may_export, require_export
 from core.errors import NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.browse import openable_counts
 from dashboard.forms import EraseForm
+from dashboard.impact import ABSTAINS
 from memory.erasure import erasure_start
 from memory.export import export_subject
 from memory.models import Entity, Erasure
 from memory.selectors import access_entity
 
 POLL_SECONDS = 2
+
+
+def told_now(principal: Principal, entity: Entity) -> list[dict[str, Any]]:
+    """Per field, what an agent asking about the entity with no context is told now: the
+    contract's resolve answer (cached, as agents get it), never recomputed here. It is
+    asked as the viewer, so it holds only what the viewer may see."""
+    if entity.erased_at is not None:
+        return []
+    body = resolved(principal, {"subject": entity.pk})
+    rows = [
+        {
+            "field": f["field"],
+            "value": f["value"] if isinstance(f["value"], str) else json.dumps(f["value"]),
+            "statement": f["statement"],
+            "memory_id": f["memory_id"],
+            "kind": f["kind"],
+        }
+        for f in body["facts"]
+    ]
+    rows += [
+        {"field": a["field"], "abstains": ABSTAINS.get(a["reason"], a["reason"])}
+        for a in body["abstentions"]
+    ]
+    return sorted(rows, key=lambda row: row["field"])
 
 
 def _render(
@@ -40,6 +67,7 @@ def _render(
             entity=entity,
             aliases=list(entity.aliases.all()),
             memories=openable_counts(principal, [entity.pk])[entity.pk],
+            told=told_now(principal, entity),
             erasures=Erasure.objects.filter(subject=entity).order_by("-started_at"),
             can_export=may_export(principal),
             can_erase=may_erase(principal),
