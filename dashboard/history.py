@@ -88,6 +88,28 @@ def version_diff(previous: MemoryVersion | None, current: MemoryVersion) -> list
 
 
 @dataclass(frozen=True)
+class VersionChange:
+    """One step of the lineage, like a pull request: what version ``number`` changed."""
+
+    previous: int
+    number: int
+    rows: tuple[DiffRow, ...]
+
+
+def lineage_changes(versions: Sequence[MemoryVersion]) -> list[VersionChange]:
+    """Each version against the one before it, newest first, changed fields only."""
+    by_number = {v.number: v for v in versions}
+    changes = []
+    for number in sorted(by_number, reverse=True):
+        previous = by_number.get(number - 1)
+        if previous is None:
+            continue
+        rows = tuple(r for r in version_diff(previous, by_number[number]) if r.changed)
+        changes.append(VersionChange(previous.number, number, rows))
+    return changes
+
+
+@dataclass(frozen=True)
 class Segment:
     x: float
     width: float

@@ -31,7 +31,7 @@ from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
-from dashboard.history import lineage_timeline, version_diff
+from dashboard.history import lineage_changes, lineage_timeline, version_diff
 from dashboard.impact import CheckView, check_views, impact_rows, tied_with
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from dashboard.queue import next_in_queue
@@ -192,6 +192,7 @@ def item_context(
         diff=version_diff(previous, head),
         versions=versions,
         timeline=lineage_timeline(versions, timezone.now()),
+        changes=lineage_changes(versions),
         sources=_sources_in_order(head),
         approvals=list(head.approvals.all()),
         approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),

@@ -174,6 +174,11 @@ def test_a_correction_shows_what_changed_and_both_versions_on_the_timeline(
     assert '<text x="4" y="20" class="tl-label">v1</text>' in page
     assert '<text x="4" y="66" class="tl-label">v2</text>' in page
     assert 'class="tl-in-use"' in page  # v1 has been in use since its activation
+    # The history keeps each step as before -> after, changed fields only (issue 37, 10).
+    history = page[page.index('id="changes-h"') :]
+    assert "Version 1 → version 2: 2 changes" in history
+    assert '<th scope="row">value</th><td><del>4 Dock Road</del></td>' in history
+    assert '<th scope="row">owner</th>' not in history
 
 
 def test_sam_sees_no_audit_link_he_could_not_use_and_rita_does(demo: Demo) -> None:
