@@ -21,7 +21,7 @@ VISIBLE_WITHOUT_IDS = """() => {
 
 def pages(site: Site) -> list[str]:
     demo = site.demo
-    subjects = {demo.item(key).subject_id for key in demo.items} - {None}
+    subjects = {s for s in (demo.item(key).subject_id for key in demo.items) if s is not None}
     return [
         "/",
         "/browse/",
