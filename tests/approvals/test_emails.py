@@ -65,9 +65,10 @@ def test_a_reviewer_is_told_of_an_enterprise_rule_with_its_statement_and_value_i
     assert _one_per_person(smtp) == ["lena@example.com", "omar@example.com", "rita@example.com"]
     (message,) = smtp.to("omar@example.com")
     body = _well_written(message)
-    assert message["Subject"] == (
-        f'[Memgov] Waiting for your review: an enterprise rule "material_checks" ({memory["id"]})'
+    assert _subject(message) == (
+        f'[Memgov] Waiting for your review: an enterprise rule "material_checks": “{STATEMENT}”'
     )
+    assert memory["id"] not in _subject(message)  # a statement, not an id (issue 37)
     assert "An enterprise rule waits for your review (2 approvals required)." in text(message)
     assert f"Statement: {STATEMENT}" in text(message)
     assert f'Value:     "{EXCEPTION}"' in text(message)
@@ -118,7 +119,7 @@ def test_retiring_an_item_with_an_open_correction_sends_its_owner_one_email(
     (message,) = smtp.to("lena@example.com")
     body = _well_written(message)
     assert _subject(message) == f"[Memgov] Retired: “{STATEMENT}”"
-    assert f"versions 1 and 2 of {memory['id']}" in body
+    assert "versions 1 and 2" in body
     assert "Reason: APR-2291 was withdrawn" in body
     assert STATEMENT in body
 
@@ -206,7 +207,7 @@ def test_revalidation_failures_reach_owner_and_reviewers_once_each(flow: Flow, s
     body = {"precedence": NO_VERIFICATION, "reason": "verification is not a rank any more"}
     flow.ok(flow.post("rita", "/policy", body), 201)
 
-    failed = [m for m in smtp.messages if m["Subject"].startswith("[Memgov] Re-validation")]
+    failed = [m for m in smtp.messages if _subject(m).startswith("[Memgov] Re-validation")]
     counts = Counter(m["To"] for m in failed)
     assert counts == {"omar@example.com": 1, "rita@example.com": 1, "lena@example.com": 1}
     (owner,) = [m for m in failed if m["To"] == "omar@example.com"]
@@ -239,6 +240,7 @@ def test_make_runs_mail_folder_gets_one_eml_file_per_message(flow: Flow, setting
     memory = flow.rule(P9)
 
     files = sorted(tmp_path.iterdir())
+    assert memory["statement"] == STATEMENT
     assert [f.suffix for f in files] == [".eml", ".eml", ".eml"]
     parsed = [email.message_from_bytes(f.read_bytes(), policy=email.policy.default) for f in files]
     assert sorted(m["To"] for m in parsed) == [
@@ -246,4 +248,4 @@ def test_make_runs_mail_folder_gets_one_eml_file_per_message(flow: Flow, setting
         "omar@example.com",
         "rita@example.com",
     ]
-    assert all(memory["id"] in m["Subject"] for m in parsed)
+    assert all(STATEMENT in _subject(m) for m in parsed)
