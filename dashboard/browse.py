@@ -71,7 +71,7 @@ def with_details(versions: list[MemoryVersion]) -> list[MemoryVersion]:
     return [found[v.pk] for v in versions]
 
 
-def _linkable(principal: Principal, body: dict[str, Any]) -> set[str]:
+def linkable(principal: Principal, body: dict[str, Any]) -> set[str]:
     """Memory ids in the answer whose page this person may open."""
     ids = {row["memory_id"] for row in body.get("considered", [])}
     ids |= {row["memory_id"] for row in body["facts"] + body["plans"]}
@@ -108,7 +108,7 @@ def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | 
     return {
         "subject": subject,
         "body": body,
-        "linkable": _linkable(principal, body),
+        "linkable": linkable(principal, body),
         # The body's times are the API's ISO strings; the page shows them in the tenant's zone.
         "valid_at": parse_datetime(body["valid_at"]) if body.get("valid_at") else None,
         "known_at": parse_datetime(body["known_at"]) if body.get("known_at") else None,

@@ -16,7 +16,7 @@ from core.authority import may_erase, may_export, require_export
 from core.errors import NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
-from dashboard.browse import openable_counts
+from dashboard.browse import linkable, openable_counts
 from dashboard.forms import EraseForm
 from dashboard.impact import ABSTAINS
 from memory.erasure import erasure_start
@@ -34,6 +34,7 @@ def told_now(principal: Principal, entity: Entity) -> list[dict[str, Any]]:
     if entity.erased_at is not None:
         return []
     body = resolved(principal, {"subject": entity.pk})
+    openable = linkable(principal, body)
     rows = [
         {
             "field": f["field"],
@@ -41,6 +42,7 @@ def told_now(principal: Principal, entity: Entity) -> list[dict[str, Any]]:
             "statement": f["statement"],
             "memory_id": f["memory_id"],
             "kind": f["kind"],
+            "openable": f["memory_id"] in openable,
         }
         for f in body["facts"]
     ]

@@ -33,3 +33,13 @@ def test_sarahs_page_says_pune_as_the_contract_answers(demo: Demo) -> None:
     assert {f["field"]: f["value"] for f in answer["facts"]} == _told(body)
     for abstention in answer["abstentions"]:
         assert f"<code>{abstention['field']}</code>" in body
+
+
+def test_omar_reads_what_agents_are_told_without_links_he_could_not_open(demo: Demo) -> None:
+    sarah = demo.item("sarah_pune").subject_id
+
+    body = demo.client("omar").get(f"/entities/{sarah}/").content.decode()
+
+    told = body[body.index('<table class="told-now">') :]
+    assert "“Sarah moved to Pune in March.”" in told
+    assert f'href="/memories/{demo.items["sarah_pune"]}/"' not in told
