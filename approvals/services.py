@@ -104,32 +104,33 @@ def _approvals_complete(version: MemoryVersion) -> bool:
 
 def version_approve(*, principal: Principal, item: MemoryItem, comment: str) -> MemoryVersion:
     with transaction.atomic(durable=True):
-        version = _lock_head(item)
-        _check_reviewer(principal, version, "approve")
-        if version.status != Status.PENDING_REVIEW:
-            raise Conflict(
-                f"Only a pending_review version can be approved; this is {version.status}."
-            )
-        _record_decision(principal, version, Approval.Decision.APPROVE, comment)
-        audit_append(
-            tenant=version.tenant,
+        return _approve(principal, _lock_head(item), comment)
+
+
+def _approve(principal: Principal, version: MemoryVersion, comment: str) -> MemoryVersion:
+    _check_reviewer(principal, version, "approve")
+    if version.status != Status.PENDING_REVIEW:
+        raise Conflict(f"Only a pending_review version can be approved; this is {version.status}.")
+    _record_decision(principal, version, Approval.Decision.APPROVE, comment)
+    audit_append(
+        tenant=version.tenant,
+        actor=principal.name,
+        action="memory.approved",
+        target_type="memory",
+        target_id=version.item_id,
+        data={"version": version.number, "comment_sha256": digest(comment)},
+    )
+    if _approvals_complete(version):
+        version.verification = rules.verification_on_approval(version)
+        version.save(update_fields=["verification"])
+        version_transition(
+            version=version,
+            to=Status.CHECKING,
             actor=principal.name,
-            action="memory.approved",
-            target_type="memory",
-            target_id=version.item_id,
-            data={"version": version.number, "comment_sha256": digest(comment)},
+            reason="approvals complete",
+            verification=version.verification,
         )
-        if _approvals_complete(version):
-            version.verification = rules.verification_on_approval(version)
-            version.save(update_fields=["verification"])
-            version_transition(
-                version=version,
-                to=Status.CHECKING,
-                actor=principal.name,
-                reason="approvals complete",
-                verification=version.verification,
-            )
-            after_checks_requested(version)
+        after_checks_requested(version)
     return version
 
 
@@ -154,25 +155,28 @@ def memory_retire(
     """End use at once: active and open versions become ``retired``; returns the tasks
     flagged for re-verification (none when the caller says ``continue``)."""
     with transaction.atomic(durable=True):
-        head = _lock_head(item)
-        versions = locked_versions(item, IN_USE_OR_OPEN)
-        # Authority over every version ended, not the head alone (issue 33); with nothing
-        # to end, over the head, so a stranger learns 403 rather than the item's status.
-        authority = Authority.load(principal)
-        if not authority.may_retire_all(versions or [head]):
-            _require_person(principal, "retire memory")
-            raise Forbidden(_retire_refusal(authority, [head, *versions]))
-        if not versions:
-            raise Conflict(f"Nothing to retire: the memory is {head.status}.")
-        flagged = end_use(
-            item=item,
-            versions=versions,
-            to=Status.RETIRED,
-            actor=principal.name,
-            reason=reason,
-            flag_event=None if in_flight == "continue" else "retired",
-        )
-    return flagged
+        return _retire(principal, item, reason, in_flight)
+
+
+def _retire(principal: Principal, item: MemoryItem, reason: str, in_flight: str) -> list[str]:
+    head = _lock_head(item)
+    versions = locked_versions(item, IN_USE_OR_OPEN)
+    # Authority over every version ended, not the head alone (issue 33); with nothing
+    # to end, over the head, so a stranger learns 403 rather than the item's status.
+    authority = Authority.load(principal)
+    if not authority.may_retire_all(versions or [head]):
+        _require_person(principal, "retire memory")
+        raise Forbidden(_retire_refusal(authority, [head, *versions]))
+    if not versions:
+        raise Conflict(f"Nothing to retire: the memory is {head.status}.")
+    return end_use(
+        item=item,
+        versions=versions,
+        to=Status.RETIRED,
+        actor=principal.name,
+        reason=reason,
+        flag_event=None if in_flight == "continue" else "retired",
+    )
 
 
 def _retire_refusal(authority: Authority, versions: Sequence[MemoryVersion]) -> str:
@@ -186,18 +190,51 @@ def _retire_refusal(authority: Authority, versions: Sequence[MemoryVersion]) -> 
 
 def version_recheck(*, principal: Principal, item: MemoryItem) -> MemoryVersion:
     with transaction.atomic(durable=True):
-        version = _lock_head(item)
-        _require_person(principal, "recheck")
-        if not may_review(principal, version):
-            raise Forbidden("Rechecking needs review authority over this memory's scope.")
-        if version.status != Status.CHECKS_FAILED:
-            raise Conflict(
-                f"Only a version whose checks failed can be rechecked; this is {version.status}."
-            )
-        version_transition(
-            version=version, to=Status.CHECKING, actor=principal.name, reason="recheck requested"
+        return _recheck(principal, _lock_head(item))
+
+
+def _recheck(principal: Principal, version: MemoryVersion) -> MemoryVersion:
+    _require_person(principal, "recheck")
+    if not may_review(principal, version):
+        raise Forbidden("Rechecking needs review authority over this memory's scope.")
+    if version.status != Status.CHECKS_FAILED:
+        raise Conflict(
+            f"Only a version whose checks failed can be rechecked; this is {version.status}."
         )
-        after_checks_requested(version)
+    version_transition(
+        version=version, to=Status.CHECKING, actor=principal.name, reason="recheck requested"
+    )
+    after_checks_requested(version)
+    return version
+
+
+def memory_replace(
+    *, principal: Principal, item: MemoryItem, older: MemoryItem, comment: str
+) -> MemoryVersion:
+    """Send this memory's version to its checks (approved or rechecked) and retire an
+    older memory it would tie with, in one transaction: both or neither. Refused while
+    more approvals are wanted, since the older memory would then be gone with nothing
+    on its way to replace it."""
+    if older.pk == item.pk:
+        raise Conflict("A memory cannot replace itself.")
+    with transaction.atomic(durable=True):
+        # Both rows locked in one order, so two opposite replacements wait, not deadlock.
+        list(
+            MemoryItem.objects.select_for_update(no_key=True)
+            .filter(pk__in=[item.pk, older.pk])
+            .order_by("pk")
+        )
+        head = _lock_head(item)
+        if head.status == Status.PENDING_REVIEW:
+            version = _approve(principal, head, comment)
+            if version.status != Status.CHECKING:
+                raise Conflict(
+                    "Your approval is not the last one this version needs, so it would not "
+                    "start its checks; approve it, and replace once the approvals are complete."
+                )
+        else:
+            version = _recheck(principal, head)
+        _retire(principal, older, f"Replaced by “{head.statement}”", "reverify")
     return version
 
 

@@ -26,7 +26,7 @@ from approvals.explain import failure_for
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer
-from core.errors import Conflict, DomainError, Forbidden, NotFound
+from core.errors import Conflict, DomainError, NotFound
 from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
@@ -138,6 +138,15 @@ def abilities(
     )
 
 
+def _completes_approvals(principal: Principal, head: MemoryVersion) -> bool:
+    """Whether this reviewer's approval would be the last one the version needs, so
+    replacing (approve and retire the tied memory) starts the checks at once."""
+    assert principal.user is not None  # noqa: S101 - dashboard principals are people
+    given = Approval.objects.filter(version=head, decision=Approval.Decision.APPROVE)
+    approvers = {*given.values_list("reviewer__username", flat=True), principal.user.username}
+    return len(approvers) >= head.approvals_required and set(head.required_reviewers) <= approvers
+
+
 def _sources_in_order(head: MemoryVersion) -> list[Any]:
     found = {s.pk: s for s in head.sources.all()}
     return [found[pk] for pk in head.source_ids if pk in found]
@@ -172,7 +181,11 @@ def item_context(
     }
     can = abilities(oversight, head, versions)
     impact = impact_rows(principal, head)
-    can = dataclasses.replace(can, replace=bool(tied_with(impact)) and (can.decide or can.recheck))
+    can = dataclasses.replace(
+        can,
+        replace=bool(tied_with(impact))
+        and ((can.decide and _completes_approvals(principal, head)) or can.recheck),
+    )
     held = can.link and item.subject_id is None
     scenarios = list(
         Scenario.objects.filter(version__item=item, version__number__lte=head.number).order_by("pk")
@@ -434,27 +447,24 @@ def add_scenario(request: HttpRequest, principal: Principal, memory_id: str) -> 
 
 
 def _replace(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
-    """Issue 37, point 5: a version that would tie with an older memory replaces it. Two
-    services, each authority-checked and audited: retire the older one, then approve this
-    version (or run its checks again when they failed on the tie)."""
+    """Issue 37, point 5: a version that would tie with an older memory replaces it. One
+    service, one transaction: this version goes to its checks and the older one is
+    retired, or nothing changes."""
     oversight = Authority.load(principal)
     _, head = dashboard_memory(principal, oversight, item.pk)
     tied = tied_with(impact_rows(principal, head))
     older_told = tied.get(data["older"])
     if older_told is None:
         raise Conflict("That memory no longer ties with this one; nothing was changed.")
-    can = abilities(oversight, head, list(memory_versions(item)))
-    if not (can.decide or can.recheck):
-        raise Forbidden("Replacing it needs your decision on this version, which you cannot give.")
     older, _ = dashboard_memory(principal, oversight, data["older"])
-    services.memory_retire(
-        principal=principal, item=older, reason=f"Replaced by “{head.statement}”"
+    services.memory_replace(
+        principal=principal, item=item, older=older, comment="replaces a tied memory"
     )
-    retired = f"Retired “{older_told.statement}”."
-    if head.status == Status.PENDING_REVIEW:
-        return f"{retired} {_approve(principal, item, {'comment': 'replaces a tied memory'})}"
-    services.version_recheck(principal=principal, item=item)
-    return f"{retired} This version's checks are running again, without the tie."
+    running = "running" if head.status == Status.PENDING_REVIEW else "running again"
+    return (
+        f"Retired “{older_told.statement}”. This version's checks are {running}, without "
+        "the tie; it becomes active when they pass."
+    )
 
 
 def _revoked_message(ended: int) -> str:

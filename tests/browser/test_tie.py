@@ -64,7 +64,8 @@ def test_a_tie_shows_in_red_and_rita_activates_the_new_one_retiring_the_older(
         tie.get_by_role("button", name="Activate this and retire the older one").click()
         expect(page.get_by_role("status").first).to_have_text(
             "Retired “Dana normally wants deliveries at home.”. "
-            "This version's checks are running again, without the tie."
+            "This version's checks are running again, without the tie; "
+            "it becomes active when they pass."
         )
         expect(page.locator(".page-head .badge")).to_have_text("active")
     assert MemoryVersion.objects.get(item_id=older_id).status == "retired"

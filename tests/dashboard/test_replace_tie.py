@@ -1,10 +1,17 @@
-"""Issue 37, point 5: replacing a tied memory is refused to whoever may not decide, and
-for a memory that does not tie; nothing is retired then."""
+"""Issue 37, point 5: replacing a tied memory retires the older one and sends the new one
+to its checks in one step, or changes nothing: refused to whoever may not decide, for a
+memory that does not tie, and while more approvals are wanted."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from approvals import services
+from approvals.models import Approval
+from audit.models import AuditEvent
+from core.errors import Conflict
 from memory import proposals
 from memory.models import MemoryVersion
 from tests.dashboard.support import Demo
@@ -59,3 +66,53 @@ def test_a_memory_that_does_not_tie_is_not_retired(
     assert response.status_code == 409
     assert "no longer ties with this one" in response.content.decode()
     assert MemoryVersion.objects.get(item_id=demo.items["sarah_nova"]).status == "active"
+
+
+def test_rita_replaces_the_tied_memory_and_both_changes_land_together(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    new = _tied(demo, django_capture_on_commit_callbacks)  # its gate checks failed on the tie
+    older_id = demo.items["dana_home"]
+
+    response = demo.client("rita").post(f"/memories/{new.item_id}/replace/", {"older": older_id})
+
+    assert response.status_code == 302
+    new.refresh_from_db()
+    assert new.status == "checking"
+    assert MemoryVersion.objects.get(item_id=older_id).status == "retired"
+    by_rita = AuditEvent.objects.filter(actor="user:rita")
+    assert by_rita.filter(target_id=older_id, action="memory.retired").exists()
+    assert by_rita.filter(target_id=new.item_id, action="memory.checking").exists()
+
+
+def test_a_rule_still_wanting_an_approval_replaces_nothing(demo: Demo) -> None:
+    rule = demo.item("p9_rule")  # an enterprise rule: two approvals, rita's is the first
+
+    with pytest.raises(Conflict, match="not the last one this version needs"):
+        services.memory_replace(
+            principal=demo.principal("rita"),
+            item=rule,
+            older=demo.item("dana_home"),
+            comment="replaces",
+        )
+
+    assert MemoryVersion.objects.get(item_id=demo.items["dana_home"]).status == "active"
+    assert rule.versions.get().status == "pending_review"
+    assert not Approval.objects.filter(version__item=rule).exists()
+
+
+def test_an_older_memory_that_cannot_be_retired_leaves_the_recheck_undone(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    new = _tied(demo, django_capture_on_commit_callbacks)
+    older = demo.item("dana_home")
+    services.memory_retire(principal=demo.principal("rita"), item=older, reason="moved away")
+
+    with pytest.raises(Conflict, match="Nothing to retire"):
+        services.memory_replace(
+            principal=demo.principal("rita"), item=new.item, older=older, comment="replaces"
+        )
+
+    new.refresh_from_db()
+    assert new.status == "checks_failed"
+    assert not AuditEvent.objects.filter(target_id=new.item_id, actor="user:rita").exists()
