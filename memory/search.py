@@ -14,6 +14,7 @@ text names: its subject's or a referenced entity's name, alias or external ref.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -326,18 +327,35 @@ class _Postgres(_Backend):
             "WHERE NOT (req.value ?| %s::text[]))"
         )
         params: list[Any] = [tenant, list(query.statuses), _labels(labels)]
-        narrow, narrow_params = _narrowing(tenant, query)
-        where += narrow
-        params += narrow_params
+        kind, kind_params = _narrowing(tenant, dataclasses.replace(query, subject=None))
+        text = f"{where}{kind} AND {doc} @@ websearch_to_tsquery('english', %s)"
+        text_params = [*params, *kind_params, query.q]
+        if query.subject:
+            # The subject's own few versions and those referencing it, each branch on its
+            # own index, then the words: with an OR of the two, PostgreSQL reads every
+            # version the words match in the tenant and filters them by subject.
+            matching = (
+                f"(SELECT v.id FROM memory_memoryversion v WHERE {text} AND v.subject_id = %s) "  # noqa: S608 - constant SQL, bound values
+                f"UNION (SELECT v.id FROM memory_memoryversion v WHERE {text} AND v.id IN "
+                "(SELECT r.version_id FROM memory_entityreference r "
+                "WHERE r.tenant_id = %s AND r.entity_id = %s)) LIMIT %s"
+            )
+            matching_params = [*text_params, query.subject]
+            matching_params += [*text_params, tenant, query.subject, SCAN]
+        else:
+            matching = f"SELECT v.id FROM memory_memoryversion v WHERE {text} LIMIT %s"  # noqa: S608 - constant SQL, bound values
+            matching_params = [*text_params, SCAN]
         # By text, ranked; which members matched is worked out for the page only
         # (``explain``): three more vectors a row would triple the cost of a common word.
         rows = _rows(
             f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
             "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
-            f"WHERE v.id IN (SELECT v.id FROM memory_memoryversion v WHERE {where} "
-            f"AND {doc} @@ websearch_to_tsquery('english', %s) LIMIT %s)",
-            [query.q, *params, query.q, SCAN],
+            f"WHERE v.id IN ({matching})",
+            [query.q, *matching_params],
         )
+        narrow, narrow_params = _narrowing(tenant, query)
+        where += narrow
+        params += narrow_params
         ids = list(named)
         if ids:
             # Through the entities the text names: their own facts and those referencing
