@@ -1,6 +1,6 @@
 """Issue 37, point 5 in Chromium: a preference that would tie with the one agents are told
-now says so in red, and rita replaces the older one through the retire and recheck
-services (each authority-checked and audited)."""
+now says so in red, and rita replaces the older one in one step (``memory_replace``: the
+recheck and the retirement, authority-checked and audited, in one transaction)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def test_a_tie_shows_in_red_and_rita_activates_the_new_one_retiring_the_older(
     expect(page.locator("#impact")).not_to_contain_text("Becomes outranked")
     assert _red(page, "#impact .would-tie")
     screenshot(page, "item_would_tie_1280")
+    page.set_viewport_size({"width": 1400, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, "item_would_tie_1400")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     with site.worker():
         tie.get_by_role("button", name="Activate this and retire the older one").click()
