@@ -1,5 +1,5 @@
 """``make prod`` on this machine, as an operator runs it: gunicorn, a Celery worker and
-beat from deploy/Procfile under honcho, DEBUG off, on PostgreSQL and Redis. The delivery
+beat from deploy/Procfile under scripts/supervise.py, DEBUG off, on PostgreSQL and Redis. The delivery
 story of seed 002 runs over HTTP against it; then the worker gets SIGTERM while a gate
 run is in flight, and the run still ends in exactly one activation."""
 
@@ -116,7 +116,7 @@ class Prod:
             return False
 
     def worker_pid(self) -> int:
-        """The Celery worker's main process among honcho's children (what Kubernetes
+        """The Celery worker's main process among the supervisor's children (what Kubernetes
         would signal as the container's PID 1)."""
         for pid in _descendants(self.process.pid):
             command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
