@@ -1,7 +1,7 @@
 """``make prod`` on this machine, as an operator runs it: gunicorn, a Celery worker and
-beat from deploy/Procfile under scripts/supervise.py, DEBUG off, on PostgreSQL and Redis. The delivery
-story of seed 002 runs over HTTP against it; then the worker gets SIGTERM while a gate
-run is in flight, and the run still ends in exactly one activation."""
+beat from deploy/Procfile under scripts/supervise.py, DEBUG off, on PostgreSQL and Redis.
+The delivery story of seed 002 runs over HTTP against it; then the worker gets SIGTERM
+while a gate run is in flight, and the run still ends in exactly one activation."""
 
 from __future__ import annotations
 
