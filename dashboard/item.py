@@ -6,7 +6,6 @@ page with that status, and success redirects (post/redirect/get)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
 from dashboard.history import lineage_changes, lineage_timeline, version_diff
-from dashboard.impact import CheckView, check_views, impact_rows, tied_with
+from dashboard.impact import CheckView, ImpactRow, check_views, impact_rows, tied_with
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from dashboard.queue import next_in_queue
 from memory import proposals
@@ -110,7 +109,6 @@ class Abilities:
     is_proposer: bool
     link: bool
     correct: bool
-    replace: bool = False
 
 
 def abilities(
@@ -138,13 +136,46 @@ def abilities(
     )
 
 
+def _replacing(
+    principal: Principal,
+    oversight: Authority,
+    head: MemoryVersion,
+    impact: list[ImpactRow] | None,
+    can: Abilities,
+) -> tuple[set[str], str]:
+    """The tied memories this viewer can replace with this version now and, when they
+    take part in deciding but cannot, why not. Replacing approves (or rechecks) and
+    retires in one step, so it needs the last approval and authority to retire the older
+    one; the service decides again either way."""
+    tied = tied_with(impact)
+    if not tied or not (can.decide or can.recheck):
+        return set(), ""
+    if can.decide and not _completes_approvals(principal, head):
+        return set(), (
+            "The reviewer whose approval completes this version can replace the older one "
+            "with it; until then both stay as they are."
+        )
+    replaceable = {memory_id for memory_id in tied if _may_retire(principal, oversight, memory_id)}
+    if replaceable == set(tied):
+        return replaceable, ""
+    return replaceable, (
+        "Replacing the older one also needs authority to retire it, which you do not "
+        "have; someone who has it can replace it from this page."
+    )
+
+
 def _completes_approvals(principal: Principal, head: MemoryVersion) -> bool:
-    """Whether this reviewer's approval would be the last one the version needs, so
-    replacing (approve and retire the tied memory) starts the checks at once."""
+    """Whether this reviewer's approval would be the last one the version needs."""
     assert principal.user is not None  # noqa: S101 - dashboard principals are people
     given = Approval.objects.filter(version=head, decision=Approval.Decision.APPROVE)
     approvers = {*given.values_list("reviewer__username", flat=True), principal.user.username}
     return len(approvers) >= head.approvals_required and set(head.required_reviewers) <= approvers
+
+
+def _may_retire(principal: Principal, oversight: Authority, memory_id: str) -> bool:
+    older, _ = dashboard_memory(principal, oversight, memory_id)
+    in_use = [v for v in memory_versions(older) if v.status in IN_USE_OR_OPEN]
+    return bool(in_use) and oversight.may_retire_all(in_use)
 
 
 def _sources_in_order(head: MemoryVersion) -> list[Any]:
@@ -181,11 +212,7 @@ def item_context(
     }
     can = abilities(oversight, head, versions)
     impact = impact_rows(principal, head)
-    can = dataclasses.replace(
-        can,
-        replace=bool(tied_with(impact))
-        and ((can.decide and _completes_approvals(principal, head)) or can.recheck),
-    )
+    replaceable, replace_note = _replacing(principal, oversight, head, impact, can)
     held = can.link and item.subject_id is None
     scenarios = list(
         Scenario.objects.filter(version__item=item, version__number__lte=head.number).order_by("pk")
@@ -215,6 +242,8 @@ def item_context(
         scenarios=scenarios,
         rerunning=preview_rerunning(head, scenarios),
         can=can,
+        replaceable=replaceable,
+        replace_note=replace_note,
         subject_candidates=(
             candidate_cards(principal, oversight, item.subject_mention) if held else []
         ),

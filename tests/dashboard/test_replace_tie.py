@@ -13,7 +13,7 @@ from approvals.models import Approval
 from audit.models import AuditEvent
 from core.errors import Conflict
 from memory import proposals
-from memory.models import MemoryVersion
+from memory.models import MemoryItem, MemoryVersion
 from tests.dashboard.support import Demo
 
 
@@ -116,3 +116,76 @@ def test_an_older_memory_that_cannot_be_retired_leaves_the_recheck_undone(
     new.refresh_from_db()
     assert new.status == "checks_failed"
     assert not AuditEvent.objects.filter(target_id=new.item_id, actor="user:rita").exists()
+
+
+def _rival_rule(demo: Demo, capture: Any) -> tuple[MemoryItem, MemoryVersion]:
+    """PP-4's tenant-wide rule in force (rita and lena approved it), and a rule proposed
+    against it: tenant-wide too, another value, so the two would tie."""
+    in_force = demo.item("tenant_rule")
+    with capture(execute=True):
+        for reviewer in ("rita", "lena"):
+            services.version_approve(
+                principal=demo.principal(reviewer), item=in_force, comment="PP-4 holds"
+            )
+    head = in_force.versions.get()
+    assert head.status == "active"
+    with capture(execute=True):
+        rival = proposals.memory_propose(
+            principal=demo.agent(),
+            data={
+                "kind": "enterprise_rule",
+                "subject": head.subject_id,
+                "field": "material_checks",
+                "value": "waived",
+                "statement": "Supplier material checks are waived.",
+                "scope": {"tenant": "*"},
+                "owner": "rita",
+                "expires_at": head.expires_at,
+                "sources": head.source_ids,
+                "basis": {"ref": "PP-4"},
+            },
+        )
+    return in_force, rival
+
+
+def test_the_last_approver_of_a_tied_rule_replaces_the_rule_in_force(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    in_force, rival = _rival_rule(demo, django_capture_on_commit_callbacks)
+    page = f"/memories/{rival.item_id}/"
+    lena, rita = demo.client("lena"), demo.client("rita")
+
+    first = lena.get(page).content.decode()
+    lena.post(f"{page}approve/", {"comment": "waiver agreed"})
+    last = rita.get(page).content.decode()
+    replaced = rita.post(f"{page}replace/", {"older": in_force.pk})
+
+    assert "Would tie with" in first
+    assert "Activate this and retire the older one" not in first
+    assert "The reviewer whose approval completes this version can replace" in first
+    assert "Activate this and retire the older one" in last
+    assert replaced.status_code == 302
+    rival.refresh_from_db()
+    assert rival.status == "checking"
+    assert in_force.versions.get().status == "retired"
+    assert Approval.objects.filter(version=rival).count() == 2
+
+
+def test_a_last_approver_who_may_not_retire_the_rule_in_force_is_told_so(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    in_force, rival = _rival_rule(demo, django_capture_on_commit_callbacks)
+    page = f"/memories/{rival.item_id}/"
+    demo.client("rita").post(f"{page}approve/", {"comment": "waiver agreed"})
+    lena = demo.client("lena")  # approves tenant-wide rules, retires nothing
+
+    shown = lena.get(page).content.decode()
+    refused = lena.post(f"{page}replace/", {"older": in_force.pk})
+
+    assert "Activate this and retire the older one" not in shown
+    assert "also needs authority to retire it, which you do not have" in shown
+    assert refused.status_code == 403
+    rival.refresh_from_db()
+    assert rival.status == "pending_review"
+    assert Approval.objects.filter(version=rival).count() == 1
+    assert in_force.versions.get().status == "active"
