@@ -1,7 +1,8 @@
 """A live Memgov for MCP sessions: the web role as deployed (``gunicorn config.wsgi`` with
-``deploy/gunicorn.conf.py``: the REST API and ``/mcp``) and a ``celery -A config worker``,
-both on the test database and on a private ``redis-server`` (broker and cache), so no
-other test run's worker takes their tasks."""
+``deploy/gunicorn.conf.py``: the REST API and ``/mcp``), or the ASGI application the
+contract names (``uvicorn config.asgi:application``, ``live_asgi``), and a
+``celery -A config worker``, all on the test database and on a private ``redis-server``
+(broker and cache), so no other test run's worker takes their tasks."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,7 @@ def _start(command: list[str], env: dict[str, str], name: str) -> subprocess.Pop
 
 
 def _answers(live: Live, process: subprocess.Popen[bytes]) -> bool:
-    assert process.poll() is None, "gunicorn exited; see var/test/mcp-gunicorn-*.log"
+    assert process.poll() is None, "the web server exited; see var/test/mcp-*.log"
     try:
         with urllib.request.urlopen(f"{live.base}/healthz", timeout=2):  # noqa: S310
             return True
@@ -74,8 +76,21 @@ def _answers(live: Live, process: subprocess.Popen[bytes]) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
+Server = Callable[[int, dict[str, str]], tuple[list[str], dict[str, str]]]
+
+
+def gunicorn_wsgi(port: int, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", DEPLOYED]
+    return command, {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "2"}
+
+
+def uvicorn_asgi(port: int, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    command = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
+    return [*command, "--host=127.0.0.1", f"--port={port}", "--workers=2"], env
+
+
+@contextmanager
+def serving(server: Server, name: str, django_db_blocker: Any) -> Iterator[Live]:
     redis = RedisServer()
     redis.start()
     port = free_port()
@@ -94,11 +109,8 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     live = Live(base=f"http://127.0.0.1:{port}", env=env)
-    server = _start(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "-c", DEPLOYED],
-        {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "GUNICORN_WORKERS": "2"},
-        f"mcp-gunicorn-{port}",
-    )
+    command, server_env = server(port, env)
+    web = _start(command, server_env, f"mcp-{name}-{port}")
     worker = _start(
         [
             sys.executable,
@@ -118,9 +130,9 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
         env,
         f"mcp-worker-{port}",
     )
-    live.processes += [server, worker]
+    live.processes += [web, worker]
     try:
-        wait_until(lambda: _answers(live, server), timeout=90, what="gunicorn to answer /healthz")
+        wait_until(lambda: _answers(live, web), timeout=90, what=f"{name} to answer /healthz")
         yield live
     finally:
         for process in live.processes:
@@ -131,3 +143,15 @@ def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
             except subprocess.TimeoutExpired:
                 process.kill()
         redis.stop()
+
+
+@pytest.fixture(scope="module")
+def live(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
+    with serving(gunicorn_wsgi, "gunicorn", django_db_blocker) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def live_asgi(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Live]:
+    with serving(uvicorn_asgi, "uvicorn", django_db_blocker) as served:
+        yield served

@@ -1,5 +1,6 @@
 """Seed 002's delivery story told by an agent through MCP, over streamable HTTP (the
-live web role, gunicorn serving ``config.wsgi``) and over stdio (``manage.py mcp``), with a
+live web role, gunicorn serving ``config.wsgi``; and ``uvicorn config.asgi:application``,
+the ASGI application the contract names) and over stdio (``manage.py mcp``), with a
 real Celery worker running the scenario checks: record the order, propose its address, a
 reviewer approves (REST, personal key), the worker checks, resolve returns it, check_task
 is clean, the agent corrects it. Also: another tenant sees 404s, a revoked key is refused."""
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
@@ -285,3 +287,20 @@ def test_manage_py_mcp_refuses_a_revoked_key_at_start(live, world):
         assert done.returncode != 0
         assert reason in done.stderr
         assert done.stdout == ""
+
+
+def test_the_contracts_asgi_application_tells_the_same_story_and_serves_the_site(
+    live_asgi, world, dana
+):
+    _run(delivery_story, OverHttp(live_asgi), live_asgi, world, dana)
+
+    status, health = live_asgi.call("GET", "/healthz", None)
+    listed, memories = live_asgi.call("GET", "/api/v1/memories", world.keys["agent"])
+    refused, problem_body = live_asgi.call("GET", "/api/v1/memories", None)
+    with urllib.request.urlopen(f"{live_asgi.base}/accounts/login/", timeout=10) as page:  # noqa: S310
+        sign_in = page.read().decode()
+
+    assert (status, health) == (200, {"status": "ok"})
+    assert listed == 200 and memories["results"]
+    assert refused == 401 and problem_body["status"] == 401
+    assert 'name="password"' in sign_in
