@@ -40,7 +40,7 @@ import threading
 import time
 import timeit
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -182,21 +182,15 @@ def server_env(url: str, args: argparse.Namespace, var_dir: str) -> dict[str, st
 
 
 @contextlib.contextmanager
-def gunicorn(url: str, args: argparse.Namespace) -> Iterator[str]:
+def serving(
+    url: str, args: argparse.Namespace, command: Callable[[int], list[str]]
+) -> Iterator[str]:
+    """A server started with ``command(port)`` on the benchmark's environment, once it
+    answers ``/healthz``; stopped after."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as var_dir:
         (Path(var_dir) / "static").mkdir()  # STATIC_ROOT: whitenoise warns when it is missing
-        command = [
-            str(Path(PYTHON).with_name("gunicorn")),
-            "config.wsgi:application",
-            f"--bind=127.0.0.1:{port}",
-            f"--workers={args.workers}",
-            "--worker-class=gthread",
-            f"--threads={args.threads}",
-            "--keep-alive=30",
-            "--log-level=warning",
-        ]
-        process = subprocess.Popen(command, cwd=ROOT, env=server_env(url, args, var_dir))
+        process = subprocess.Popen(command(port), cwd=ROOT, env=server_env(url, args, var_dir))
         base = f"http://127.0.0.1:{port}"
         try:
             _wait_ready(base, process)
@@ -210,11 +204,28 @@ def gunicorn(url: str, args: argparse.Namespace) -> Iterator[str]:
                 process.wait()
 
 
+def gunicorn(url: str, args: argparse.Namespace) -> contextlib.AbstractContextManager[str]:
+    return serving(
+        url,
+        args,
+        lambda port: [
+            str(Path(PYTHON).with_name("gunicorn")),
+            "config.wsgi:application",
+            f"--bind=127.0.0.1:{port}",
+            f"--workers={args.workers}",
+            "--worker-class=gthread",
+            f"--threads={args.threads}",
+            "--keep-alive=30",
+            "--log-level=warning",
+        ],
+    )
+
+
 def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {process.returncode}")
+            raise SystemExit(f"the server exited with {process.returncode}")
         with (
             contextlib.suppress(OSError),
             urllib.request.urlopen(f"{base}/healthz", timeout=1) as response,  # noqa: S310
@@ -222,13 +233,13 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
             if response.status == 200:
                 return
         time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer /healthz within 30 s")
+    raise SystemExit("the server did not answer /healthz within 30 s")
 
 
 # --- load ------------------------------------------------------------------------------------
 
 WRK_SCRIPT = r"""
-local bodies, counter, path, key = {}, 0, "/", ""
+local bodies, counter, path, key, accept = {}, 0, "/", "", nil
 function setup(thread)
   thread:set("offset", math.random(1, 100000))
 end
@@ -237,13 +248,15 @@ function init(args)
   if args[3] then
     for line in io.lines(args[3]) do bodies[#bodies + 1] = line end
   end
+  accept = args[4]
   counter = offset or 0
 end
 function request()
   if #bodies == 0 then return wrk.format("GET", path) end
   counter = counter % #bodies + 1
-  return wrk.format("POST", path, {["Content-Type"] = "application/json",
-    ["Authorization"] = "Bearer " .. key}, bodies[counter])
+  local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. key}
+  if accept then headers["Accept"] = accept end
+  return wrk.format("POST", path, headers, bodies[counter])
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -258,8 +271,15 @@ end
 
 
 def wrk(
-    base: str, path: str, bodies: list[str], key: str, clients: int, seconds: float
+    base: str,
+    path: str,
+    bodies: list[str],
+    key: str,
+    clients: int,
+    seconds: float,
+    accept: str | None = None,
 ) -> dict[str, Any]:
+    """``accept``: an Accept header for every request (with bodies only)."""
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "load.lua"
         script.write_text(WRK_SCRIPT)
@@ -268,6 +288,8 @@ def wrk(
             lines = Path(tmp) / "bodies.txt"
             lines.write_text("\n".join(bodies) + "\n")
             extra.append(str(lines))
+            if accept:
+                extra.append(accept)
         command = [
             "wrk",
             f"-t{min(clients, 2)}",
