@@ -327,18 +327,20 @@ EMAIL_FILE_PATH = str(VAR_DIR / "mail")
 # Emails carry memory values: never to the console (the logs) outside DEBUG, and a
 # production process without a mail server configured refuses to start rather than
 # dropping or logging them. DEBUG without one writes .eml files under var/mail.
+# Django's own variables configure mail too (the contract says EMAIL_URL or EMAIL_*):
+# EMAIL_HOST alone means its SMTP server.
 _CONSOLE_EMAIL = "django.core.mail.backends.console.EmailBackend"
-if not EMAIL_URL and not env_str("EMAIL_BACKEND"):
+if not EMAIL_URL and not env_str("EMAIL_BACKEND") and not env_str("EMAIL_HOST"):
     if not DEBUG:
         raise ImproperlyConfigured(
-            "EMAIL_URL must be set when DEBUG is off (smtp+tls://user:pass@host:587, or "
-            "file:///folder, or dummy:// to send nothing)"
+            "EMAIL_URL (or Django's EMAIL_HOST) must be set when DEBUG is off "
+            "(smtp+tls://user:pass@host:587, or file:///folder, or dummy:// to send nothing)"
         )
     EMAIL_URL = Path(EMAIL_FILE_PATH).as_uri()
 if EMAIL_URL:
     globals().update(_email_settings(EMAIL_URL))
 else:
-    EMAIL_BACKEND = env_str("EMAIL_BACKEND")
+    EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
     EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
     EMAIL_PORT = env_int("EMAIL_PORT", 25)
     EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
