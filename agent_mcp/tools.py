@@ -347,8 +347,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Turn a name as said ('Dana', 'Renewal purchasing') into an entity id. "
             "'matched': exactly one entity has that name or alias, use its id. 'ambiguous': "
-            "several do — never pick one; ask, or propose with subject_mention. 'none': no "
-            "such entity."
+            "several do, or only part of a name or alias matches (matched_on says how) — "
+            "never pick one; ask, or propose with subject_mention. 'none': no such entity."
         ),
         properties={
             "name": {"type": "string"},

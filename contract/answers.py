@@ -56,10 +56,8 @@ def entity_matched(principal: Principal, data: Any) -> dict[str, Any]:
     matches = selectors.entity_match(
         principal=principal, name=valid["name"], kind=valid.get("kind") or None
     )
-    decision = {0: "none", 1: "matched"}.get(len(matches), "ambiguous")
-    candidates = [
-        {"id": e.pk, "kind": e.kind, "name": e.name, "matched_on": on} for e, on in matches
-    ]
+    decision, shown = selectors.match_decision(matches)
+    candidates = [{"id": e.pk, "kind": e.kind, "name": e.name, "matched_on": on} for e, on in shown]
     return {"decision": decision, "candidates": candidates}
 
 

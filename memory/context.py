@@ -27,7 +27,7 @@ from core.principals import Principal
 from memory import resolution
 from memory.models import Entity, MemoryVersion, Status
 from memory.resolver import KIND_RANK, VERIFICATION_RANK
-from memory.selectors import current_policy, entity_match, version_visible
+from memory.selectors import current_policy, entity_match, match_decision, version_visible
 
 ESTIMATOR = (
     "memgov-estimate-v1: offline, no tokenizer; a word counts one token per 4 characters, "
@@ -94,11 +94,12 @@ def _subjects(principal: Principal, given: Sequence[str]) -> list[_Subject]:
             for e, how in entity_match(principal=principal, name=text, kind=None)
             if e.erased_at is None
         ]
-        if len(matches) == 1:
-            result.append(_Subject(text, matches[0][0], "matched"))
+        decision, shown = match_decision(matches)
+        if decision == "matched":
+            result.append(_Subject(text, shown[0][0], decision))
         else:
-            options = [{"id": e.pk, "label": f"{e.name} ({e.kind})"} for e, _ in matches]
-            result.append(_Subject(text, None, "ambiguous" if matches else "none", options))
+            options = [{"id": e.pk, "label": f"{e.name} ({e.kind})"} for e, _ in shown]
+            result.append(_Subject(text, None, decision, options))
     return _once_each(result)
 
 

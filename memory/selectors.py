@@ -201,6 +201,18 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     return ranked[:MATCH_LIMIT]
 
 
+def match_decision(
+    matches: list[tuple[Entity, str]],
+) -> tuple[str, list[tuple[Entity, str]]]:
+    """``matched`` only when exactly one entity has the mention as its name or an alias
+    (docs/api.md, Entities), and then that entity alone; a word of a name or the start of
+    an alias makes a candidate, never a match ("Jones" is not Sarah Jones for certain)."""
+    exact = [match for match in matches if match[1] in ("name", "alias")]
+    if len(exact) == 1:
+        return "matched", exact
+    return ("ambiguous" if matches else "none"), matches
+
+
 def entity_list(principal: Principal, q: str = "") -> QuerySet[Entity]:
     """The tenant's entities, optionally those whose name or an alias contains ``q``."""
     entities = Entity.objects.filter(tenant=principal.tenant)

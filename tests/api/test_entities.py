@@ -158,26 +158,39 @@ def test_match_needs_a_name(world):
     assert_problem(response, 422, "name")
 
 
-def test_a_first_name_finds_the_customer_by_a_whole_word(world):
-    """Issue 15: "Dana" from a call is "Dana Customer"; the match says how it found her."""
+def test_a_first_name_finds_the_customer_as_a_candidate_not_a_match(world):
+    """Issue 15: "Dana" from a call finds "Dana Customer", saying how; the contract keeps
+    ``matched`` for a name or alias that is exactly the mention."""
     dana = create_entity(world.client("agent"), "Dana Customer")
 
     assert _match(world, "Dana") == {
-        "decision": "matched",
+        "decision": "ambiguous",
         "candidates": [
             {"id": dana, "kind": "customer", "name": "Dana Customer", "matched_on": "name_token"}
         ],
     }
 
 
-def test_the_start_of_an_alias_finds_its_entity(world):
+def test_the_start_of_an_alias_finds_its_entity_as_a_candidate(world):
     agent = world.client("agent")
     nova = create_entity(agent, "Nova Logistics GmbH", kind="company", aliases=["NovaLog"])
 
     result = _match(world, "novalo")
 
-    assert result["decision"] == "matched"
+    assert result["decision"] == "ambiguous"
     assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(nova, "alias_prefix")]
+
+
+def test_one_alias_that_is_the_mention_is_matched_though_another_name_has_the_word(world):
+    agent = world.client("agent")
+    chen = create_entity(agent, "Sarah Chen", kind="person", aliases=["Sarah"])
+    create_entity(agent, "Sarah Jones", kind="person")
+
+    assert _match(world, "sarah") == {
+        "decision": "matched",
+        "candidates": [{"id": chen, "kind": "person", "name": "Sarah Chen", "matched_on": "alias"}],
+    }
+    assert _match(world, "Jones")["decision"] == "ambiguous"  # a surname is not her for sure
 
 
 def test_a_word_shared_by_two_entities_is_ambiguous_never_the_first_one(world):
@@ -192,18 +205,15 @@ def test_a_word_shared_by_two_entities_is_ambiguous_never_the_first_one(world):
     assert {c["matched_on"] for c in result["candidates"]} == {"name_token"}
 
 
-def test_an_exact_name_is_listed_before_a_word_match_and_both_count(world):
+def test_an_exact_name_is_matched_though_another_name_has_the_word(world):
     agent = world.client("agent")
-    word = create_entity(agent, "Nova Freight", kind="company")
+    create_entity(agent, "Nova Freight", kind="company")
     exact = create_entity(agent, "Nova", kind="company")
 
     result = _match(world, "NOVA")
 
-    assert result["decision"] == "ambiguous"
-    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [
-        (exact, "name"),
-        (word, "name_token"),
-    ]
+    assert result["decision"] == "matched"
+    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(exact, "name")]
 
 
 def test_part_of_a_word_or_a_one_letter_prefix_matches_nothing(world):
