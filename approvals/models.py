@@ -96,6 +96,23 @@ class Revalidation(models.Model):
         return self.id
 
 
+class RevalidatedVersion(models.Model):
+    """A version a revalidation job has counted: each job's own bookkeeping, so a chunk
+    delivered twice counts a version once. Check results cannot be it: two jobs under one
+    policy version write the same result rows."""
+
+    job = models.ForeignKey(Revalidation, on_delete=models.CASCADE, related_name="counted")
+    version = models.ForeignKey(MemoryVersion, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "version"], name="revalidated_once_per_job")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.version_id}"
+
+
 class Notification(models.Model):
     """One email per (event, recipient): the claim is made before sending, so a task that
     runs twice (at-least-once delivery) never mails twice."""

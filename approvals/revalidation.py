@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from approvals import checking, checks
 from approvals.checking import ACTOR
-from approvals.models import CheckResult, Revalidation
+from approvals.models import CheckResult, RevalidatedVersion, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission
 from core.kinds import OutboxKind
@@ -109,14 +109,8 @@ def revalidation_request(*, principal: Principal, reason: str) -> Revalidation:
 
 
 def _missing(job: Revalidation) -> list[int]:
-    """The job's versions without a result of this job yet (its own bookkeeping)."""
-    done = set(
-        CheckResult.objects.filter(
-            version_id__in=job.version_ids,
-            run=CheckResult.Run.REVALIDATION,
-            ran_at__gte=job.started_at,
-        ).values_list("version_id", flat=True)
-    )
+    """The job's versions it has not counted yet (its own bookkeeping)."""
+    done = set(RevalidatedVersion.objects.filter(job=job).values_list("version_id", flat=True))
     return [pk for pk in job.version_ids if pk not in done]
 
 
@@ -193,13 +187,10 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
 
 
 def _rechecked_ids(job: Revalidation, version_ids: list[int]) -> set[int]:
-    return set(
-        CheckResult.objects.filter(
-            version_id__in=version_ids,
-            run=CheckResult.Run.REVALIDATION,
-            ran_at__gte=job.started_at,
-        ).values_list("version_id", flat=True)
-    )
+    """Of these versions, those the job has counted. Another job's results do not count:
+    jobs under one policy version write the same result rows."""
+    counted = RevalidatedVersion.objects.filter(job=job, version_id__in=version_ids)
+    return set(counted.values_list("version_id", flat=True))
 
 
 def _suspend(job: Revalidation, version: MemoryVersion, results: list[CheckResult]) -> bool:
@@ -276,6 +267,9 @@ def _record_and_count(job_id: str, evaluated: list[checking.Checked]) -> None:
         counted = _rechecked_ids(job, [version.pk for version, *_ in evaluated])
         fresh = [e for e in evaluated if e[0].pk not in counted]
         recorded = checking.record_many(fresh, CheckResult.Run.REVALIDATION)
+        RevalidatedVersion.objects.bulk_create(
+            [RevalidatedVersion(job_id=job.pk, version_id=version.pk) for version, *_ in fresh]
+        )
         failing: list[str] = []
         for (version, *_), results in zip(fresh, recorded, strict=True):
             if any(r.outcome == "failed" for r in results):

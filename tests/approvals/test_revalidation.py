@@ -275,6 +275,23 @@ def test_a_chunk_redelivered_after_a_crash_counts_each_item_once_and_finishes(
     assert sorted({r.version.item_id for r in rechecked}) == sorted([first, second])
 
 
+def test_two_revalidations_running_at_once_each_count_every_item_and_finish(flow: Flow):
+    """Publishing a policy and asking for a revalidation right after start two jobs under
+    one policy version; they write the same check results, and each still counts its own."""
+    flow.active_rule(P9)
+    flow.active_rule({"project": "P-10"})
+    first = Revalidation.objects.get(pk=_started_without_dispatch(flow, "tools changed"))
+    second = Revalidation.objects.get(pk=_started_without_dispatch(flow, "prompt changed"))
+
+    revalidation.revalidation_chunk(job_id=second.pk, version_ids=second.version_ids)
+    revalidation.revalidation_chunk(job_id=first.pk, version_ids=first.version_ids)
+
+    for job in (first, second):
+        done = flow.ok(flow.get("rita", f"/revalidations/{job.pk}"))
+        assert (done["status"], done["total"], done["done"]) == ("done", 2, 2), job.reason
+    assert revalidation.revalidation_enqueue_missing(job_id=first.pk) == 0
+
+
 def _started_without_dispatch(flow: Flow, reason: str) -> str:
     """A revalidation request whose commit hand-over (the outbox dispatch) never ran."""
     with flow.on_commit(execute=False):  # type: ignore[misc]
