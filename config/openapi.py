@@ -1,5 +1,6 @@
 """What the OpenAPI description adds beyond the views' own declarations (issue 11, point 6):
-the problem answers every operation can give, as one ``Problem`` component."""
+the problem answers every operation can give, as one ``Problem`` component, and the
+headers of the contract's conventions (``Idempotency-Key``, ``ETag``, ``Retry-After``)."""
 
 from __future__ import annotations
 
@@ -81,4 +82,47 @@ def document_problems(result: dict[str, Any], **_: Any) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             for status in statuses:
                 responses.setdefault(status, _problem(status))
+    return result
+
+
+IDEMPOTENCY_KEY: dict[str, Any] = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+    "description": (
+        "A retry with the same key and body gets the first answer again (with "
+        "`Idempotent-Replayed: true`); the same key with another body is a 422."
+    ),
+}
+_ETAG = {
+    "description": 'The version shown, `"<version>"`: send it back as `If-Match` to correct it.',
+    "schema": {"type": "string", "example": '"2"'},
+}
+_RETRY_AFTER = {
+    "description": "Seconds to wait before trying again.",
+    "schema": {"type": "integer", "minimum": 1},
+}
+_MEMORY_REF = "#/components/schemas/MemoryOut"
+
+
+def document_headers(result: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook (after ``document_problems``): every POST takes
+    ``Idempotency-Key`` (``api.base``), a memory answer carries its version as ``ETag``,
+    and a 429 or 503 says when to come back in ``Retry-After``."""
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method == "post":
+                parameters = operation.setdefault("parameters", [])
+                if not any(p.get("name") == IDEMPOTENCY_KEY["name"] for p in parameters):
+                    parameters.append(IDEMPOTENCY_KEY)
+            for status, response in operation.get("responses", {}).items():
+                headers = response.setdefault("headers", {}) if "content" in response else {}
+                if status in ("429", "503"):
+                    headers["Retry-After"] = _RETRY_AFTER
+                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+                if status.startswith("2") and schema.get("$ref") == _MEMORY_REF:
+                    headers["ETag"] = _ETAG
+                if not headers:
+                    response.pop("headers", None)
     return result

@@ -278,6 +278,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.openapi.document_problems",
         "config.openapi.close_request_bodies",
+        "config.openapi.document_headers",
     ],
     # The docs pages load their scripts from our static files, not a CDN (issue 15).
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -89,7 +89,29 @@ def test_the_correction_operation_documents_if_match(schema):
     operation = schema["paths"]["/api/v1/memories/{memory_id}/versions"]["post"]
 
     headers = [p for p in operation["parameters"] if p["in"] == "header"]
-    assert [(h["name"], h["required"]) for h in headers] == [("If-Match", True)]
+    assert [(h["name"], h["required"]) for h in headers] == [
+        ("If-Match", True),
+        ("Idempotency-Key", False),
+    ]
+
+
+def test_every_post_documents_idempotency_key_as_the_contract_offers_it(schema):
+    posts = [(path, item["post"]) for path, item in schema["paths"].items() if "post" in item]
+
+    assert len(posts) > 20
+    for path, operation in posts:
+        headers = {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
+        assert "Idempotency-Key" in headers, path
+
+
+def test_memory_answers_document_their_etag_and_refusals_their_retry_after(schema):
+    memories = schema["paths"]["/api/v1/memories/{memory_id}"]["get"]["responses"]
+    corrected = schema["paths"]["/api/v1/memories/{memory_id}/versions"]["post"]["responses"]
+    throttled = schema["paths"]["/api/v1/resolve"]["post"]["responses"]["429"]
+
+    assert "ETag" in memories["200"]["headers"] and "ETag" in corrected["201"]["headers"]
+    assert "Retry-After" in throttled["headers"]
+    assert "headers" not in schema["paths"]["/api/v1/resolve"]["post"]["responses"]["200"]
 
 
 def test_operation_ids_are_unique(schema):
