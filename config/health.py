@@ -20,11 +20,14 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import DisallowedHost
 from django.db import DatabaseError, close_old_connections, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from kombu.exceptions import KombuError
 from redis import Redis
 from redis.exceptions import RedisError
+
+from config.problems import problem_response
 
 logger = logging.getLogger(__name__)
 # What a dependency that does not answer raises (a bug elsewhere is a 500, not a 503).
@@ -153,6 +156,15 @@ class HostAgnosticHealthMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         view = self.views.get(request.path_info)
-        if view is not None and request.method in ("GET", "HEAD"):
+        if view is None:
+            return self.get_response(request)
+        if request.method in ("GET", "HEAD"):
             return view(request)
-        return self.get_response(request)
+        try:
+            request.get_host()  # only probes are answered whatever the host
+        except DisallowedHost:
+            return self.get_response(request)
+        # A problem, not the CSRF check's page further down: these paths only answer reads.
+        refused = problem_response(405, f"{request.path_info} answers GET and HEAD only.")
+        refused["Allow"] = "GET, HEAD"
+        return refused

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from config import health
@@ -167,6 +168,17 @@ def test_healthz_needs_no_database(client):
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+def test_a_write_to_a_health_path_is_a_405_problem_not_the_csrf_page(path):
+    client = Client(enforce_csrf_checks=True)
+
+    response = client.post(path, {})
+
+    assert response.status_code == 405
+    assert response["Content-Type"] == "application/problem+json"
+    assert response["Allow"] == "GET, HEAD"
 
 
 def test_readyz_names_every_check_when_all_answer(client, db):
