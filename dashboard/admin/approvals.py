@@ -16,7 +16,13 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
-from approvals.models import Approval, CheckResult, Notification, Revalidation
+from approvals.models import (
+    Approval,
+    CheckResult,
+    Notification,
+    RevalidatedVersion,
+    Revalidation,
+)
 from core.authority import administered_tenant
 from core.errors import DomainError
 from core.models import (
@@ -196,6 +202,16 @@ class CheckResultAdmin(ReadOnlyAdmin):
 class RevalidationAdmin(ReadOnlyAdmin):
     list_display = ("id", "tenant", "status", "done", "total", "failed", "started_at")
     list_filter = ("status", "tenant")
+
+
+@admin.register(RevalidatedVersion)
+class RevalidatedVersionAdmin(ReadOnlyAdmin):
+    """Which versions each job has counted: where a stalled job's missing ones show."""
+
+    tenant_path = "job__tenant"
+    list_display = ("job", "version")
+    search_fields = ("job__id", "version__item__id")
+    list_select_related = ("job", "version")
 
 
 @admin.register(Outbox)
