@@ -113,10 +113,15 @@ def _delete_retrievals(tenant: Tenant, before: datetime) -> int:
     return _in_batches(due, delete)
 
 
+# Versions that will never be used again: a corrected one as much as a retired one
+# (docs/design.md, Retention: "the values of versions out of use").
+OUT_OF_USE = (Status.SUPERSEDED, Status.REJECTED, Status.RETIRED, Status.EXPIRED)
+
+
 def _purge_inactive_versions(tenant: Tenant, before: datetime) -> int:
     due = MemoryVersion.objects.filter(
         tenant=tenant,
-        status__in=(Status.RETIRED, Status.EXPIRED),
+        status__in=OUT_OF_USE,
         status_changed_at__lt=before,
         erased_at__isnull=True,
     )

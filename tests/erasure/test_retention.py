@@ -102,6 +102,25 @@ def test_with_zero_days_uncited_content_is_purged_and_content_an_active_version_
     assert AuditEvent.objects.filter(action="retention.purged").count() == 2
 
 
+def test_a_corrected_version_out_of_use_is_purged_and_the_one_in_use_kept(flow: Flow):
+    subject = flow.subject("Harbor Logistics", kind="supplier")
+    said = flow.source("message", content="Deliver to the side gate now, said Harbor.")
+    first = preference(flow, subject, said, field="gate", value="front gate")
+    corrected = flow.correct(
+        first, 1, value="side gate", statement="Deliveries go to the side gate.", sources=[said]
+    )
+    assert corrected["version"] == 2
+    assert flow.memory(first)["status"] == "active"
+    call_command("set_retention", "--tenant", "acme", "--inactive-version-days", "0")
+
+    counts = tasks.apply_retention()
+
+    assert counts["acme"]["versions_purged"] == 1
+    old, current = MemoryVersion.objects.filter(item_id=first).order_by("number")
+    assert (old.status, old.value, old.statement) == ("superseded", None, "")
+    assert (current.status, current.value) == ("active", "side gate")
+
+
 def test_a_tenant_without_retention_settings_keeps_everything(flow: Flow):
     flow.source("message", content="kept forever")
     assert tasks.apply_retention() == {}
