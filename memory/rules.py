@@ -127,8 +127,11 @@ def find_sources(
             errors.add("sources", f"source {source_id!r} is revoked")
         else:
             sources.append(source)
-    if kind != MemoryKind.PREFERENCE and not any(s.kind in EVIDENCE_KINDS for s in sources):
-        errors.add("sources", f"a {kind} must cite a business_record or approval_record source")
+    # A refused source is said above, once; the evidence rule is judged on what remains.
+    refused = len(sources) < len(dict.fromkeys(source_ids))
+    evidence = any(s.kind in EVIDENCE_KINDS for s in sources)
+    if kind != MemoryKind.PREFERENCE and not refused and not evidence:
+        errors.add("sources", f"{kind} needs a business_record or approval_record source")
     return sources
 
 

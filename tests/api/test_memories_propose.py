@@ -388,6 +388,15 @@ def test_every_broken_rule_is_named_in_one_answer(world, ev):
     assert sorted(problem["errors"]) == ["expires_at", "owner", "scope", "sources"]
 
 
+def test_a_rule_citing_a_revoked_approval_is_told_that_and_nothing_untrue(world, ev):
+    response = world.client("agent").post(
+        "/api/v1/memories", rule_body(ev.northwind, ev.revoked), "json"
+    )
+
+    problem = assert_problem(response, 422)
+    assert problem["errors"]["sources"] == [f"source {ev.revoked!r} is revoked"]
+
+
 def test_a_body_that_is_not_a_json_object_is_a_422(world):
     response = world.client("agent").post("/api/v1/memories", ["kind", "preference"], "json")
 
