@@ -92,12 +92,16 @@ def _record_decision(
         raise Conflict("You have already decided on this version.") from exc
 
 
-def _approvals_complete(version: MemoryVersion) -> bool:
+def approvals_complete(version: MemoryVersion, *, adding: str | None = None) -> bool:
+    """Whether the version has every approval it needs; with ``adding``, once that
+    reviewer's approval is given too (the dashboard offers replacing on it)."""
     approvers = set(
         version.approvals.filter(decision=Approval.Decision.APPROVE).values_list(
             "reviewer__username", flat=True
         )
     )
+    if adding is not None:
+        approvers.add(adding)
     named = set(version.required_reviewers)
     return len(approvers) >= version.approvals_required and named <= approvers
 
@@ -120,7 +124,7 @@ def _approve(principal: Principal, version: MemoryVersion, comment: str) -> Memo
         target_id=version.item_id,
         data={"version": version.number, "comment_sha256": digest(comment)},
     )
-    if _approvals_complete(version):
+    if approvals_complete(version):
         version.verification = rules.verification_on_approval(version)
         version.save(update_fields=["verification"])
         version_transition(

@@ -117,12 +117,9 @@ def document_headers(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 if not any(p.get("name") == IDEMPOTENCY_KEY["name"] for p in parameters):
                     parameters.append(IDEMPOTENCY_KEY)
             for status, response in operation.get("responses", {}).items():
-                headers = response.setdefault("headers", {}) if "content" in response else {}
-                if status in ("429", "503"):
-                    headers["Retry-After"] = _RETRY_AFTER
                 schema = response.get("content", {}).get("application/json", {}).get("schema", {})
-                if status.startswith("2") and schema.get("$ref") == _MEMORY_REF:
-                    headers["ETag"] = _ETAG
-                if not headers:
-                    response.pop("headers", None)
+                if status in ("429", "503"):
+                    response.setdefault("headers", {})["Retry-After"] = _RETRY_AFTER
+                elif status.startswith("2") and schema.get("$ref") == _MEMORY_REF:
+                    response.setdefault("headers", {})["ETag"] = _ETAG
     return result

@@ -150,7 +150,9 @@ def _replacing(
     tied = tied_with(impact)
     if not tied or not (can.decide or can.recheck):
         return set(), ""
-    if can.decide and not _completes_approvals(principal, head):
+    user = principal.user
+    assert user is not None  # noqa: S101 - dashboard principals are people
+    if can.decide and not services.approvals_complete(head, adding=user.username):
         return set(), (
             "The reviewer whose approval completes this version can replace the older one "
             "with it; until then both stay as they are."
@@ -162,14 +164,6 @@ def _replacing(
         "Replacing the older one also needs authority to retire it, which you do not "
         "have; someone who has it can replace it from this page."
     )
-
-
-def _completes_approvals(principal: Principal, head: MemoryVersion) -> bool:
-    """Whether this reviewer's approval would be the last one the version needs."""
-    assert principal.user is not None  # noqa: S101 - dashboard principals are people
-    given = Approval.objects.filter(version=head, decision=Approval.Decision.APPROVE)
-    approvers = {*given.values_list("reviewer__username", flat=True), principal.user.username}
-    return len(approvers) >= head.approvals_required and set(head.required_reviewers) <= approvers
 
 
 def _may_retire(principal: Principal, oversight: Authority, memory_id: str) -> bool:
