@@ -4,6 +4,9 @@ loopback only, against a server that is already running.
     .venv/bin/python -m bench.tenant_flood --base http://127.0.0.1:8000 \\
         --busy-key mg_... --other-key mg_... [--clients 32] [--seconds 3]
 
+A "key" is an API key, or a dashboard session as its cookie (``sessionid=...``): anything
+of the form ``name=value`` is sent as a cookie.
+
 The other tenant's key asks ``--path`` (one request at a time) alone, then while the busy
 tenant's key asks it from ``--clients`` connections at once in a process of its own (so
 the client threads do not slow the measuring one); it prints both p50s and what the busy
@@ -27,10 +30,15 @@ from typing import Any
 PATH = "/api/v1/memories"
 
 
+def credentials(key: str) -> dict[str, str]:
+    """An API key as a bearer token; ``name=value`` (a session) as a cookie."""
+    return {"Cookie": key} if "=" in key else {"Authorization": f"Bearer {key}"}
+
+
 def ask(base: str, path: str, key: str) -> tuple[int, float, dict[str, str]]:
     """One GET: status, seconds, the headers that matter here."""
     request = urllib.request.Request(  # noqa: S310 - loopback benchmark
-        f"{base}{path}", headers={"Authorization": f"Bearer {key}"}
+        f"{base}{path}", headers=credentials(key)
     )
     started = time.perf_counter()
     try:

@@ -5,41 +5,88 @@ rest first come, first served. One agent sending many requests at once would hol
 thread, and another tenant's request would wait behind all of its queue. Here a tenant with
 ``TENANT_MAX_IN_FLIGHT`` requests running in this process (by default all the threads but
 one; ``MEMGOV_TENANT_MAX_IN_FLIGHT``, 0 for no cap) is answered at once for the next, before
-anything reads its body or queries: 429, a problem, ``Retry-After: 1``. The thread it
-cannot take serves the other tenants, and works through its queued excess at the speed of
-those refusals.
+anything reads its body: 429, a problem, ``Retry-After: 1``. The thread it cannot take
+serves the other tenants, and works through its queued excess at the speed of those
+refusals.
 
-The tenant is that of the request's API key as this process has seen it authenticate
-(``memory.throttle.remember_tenant``). A key not seen yet, or made up, counts as one
-tenant of its own ("unverified") with the same cap; a request without a key (dashboard,
-health, metrics) is never refused here. The count runs from the request's start until its
-view has answered (a streamed body is sent after)."""
+Every authenticated request counts, whichever way it authenticates (issue 42, point 7):
+
+- **An API key**: the tenant of the key as this process has seen it authenticate
+  (``memory.throttle.remember_tenant``). A key not seen yet, or made up, counts as one
+  tenant of its own ("unverified") with the same cap.
+- **A session cookie** (the dashboard, and the REST API from a signed-in browser): the
+  tenant of the session's person, read once per session and process (one query for the
+  session, one for the membership) and remembered; the session's later requests, and so
+  every refusal, cost no query. A cookie with no signed-in session behind it is an
+  anonymous request.
+
+Anonymous requests (the health probes, the sign-in page, metrics) and static files are
+never refused here. The count runs from the request's start until its view has answered
+(a streamed body is sent after)."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable
+from importlib import import_module
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
+from django.contrib.sessions.backends.base import SessionBase
 from django.http import HttpRequest, HttpResponseBase
 
 from config.problems import problem_response
+from core.models import Membership
 from memory.throttle import tenant_of_raw_key
 
 UNVERIFIED = "unverified"
 RETRY_AFTER_SECONDS = 1
 
 
+_SESSIONS_MAX = 4096
+_tenant_of_session: dict[str, int] = {}
+
+
 def tenant_of(request: HttpRequest) -> Hashable:
-    """The request's bucket: its key's tenant id, ``UNVERIFIED``, or None without a key."""
+    """The request's bucket: its key's tenant id or ``UNVERIFIED``, its signed-in session's
+    tenant id, or None for an anonymous request (and a static file)."""
+    if request.path.startswith(settings.STATIC_URL):
+        return None  # a page's styles and scripts: no tenant's data, no query
     authorization = request.headers.get("Authorization")
     if authorization is None:
-        return None
+        session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+        return tenant_of_session(session_key) if session_key else None
     scheme, _, raw = authorization.partition(" ")
     if scheme != "Bearer" or not raw.strip():
         return UNVERIFIED
     return tenant_of_raw_key(raw.strip()) or UNVERIFIED
+
+
+def tenant_of_session(session_key: str) -> int | None:
+    """The tenant of the person signed in with this session, remembered by the key's hash
+    after the first look; None when no active member is signed in with it (not
+    remembered: a later sign-in gets a new session key anyway)."""
+    digest = hashlib.sha256(session_key.encode()).hexdigest()
+    known = _tenant_of_session.get(digest)
+    if known is not None:
+        return known
+    store: SessionBase = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    user_id = store.get(SESSION_KEY)  # an expired, deleted or made-up session reads empty
+    if user_id is None:
+        return None
+    tenant_id = (
+        Membership.objects.filter(user_id=user_id, user__is_active=True)
+        .values_list("tenant_id", flat=True)
+        .first()
+    )
+    if tenant_id is None:
+        return None
+    if len(_tenant_of_session) >= _SESSIONS_MAX:
+        _tenant_of_session.clear()
+    _tenant_of_session[digest] = tenant_id
+    return tenant_id
 
 
 class TenantShareMiddleware:
