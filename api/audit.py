@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from api.base import MemgovAPIView
 from api.pagination import paginate
 from audit.representations import event_representation
-from audit.selectors import audit_events, audit_verify, require_view_audit
+from audit.selectors import Problem, audit_events, audit_verify, require_view_audit
 from contract.serializers import ZonedDateTimeField
 from core.errors import InvalidContent
 
@@ -63,6 +63,11 @@ class AuditVerifyView(MemgovAPIView):
                     "ok": serializers.BooleanField(),
                     "events_checked": serializers.IntegerField(),
                     "first_bad_seq": serializers.IntegerField(allow_null=True),
+                    "reason": serializers.ChoiceField(
+                        choices=[p.value for p in Problem], allow_null=True
+                    ),
+                    "keyed_from": serializers.IntegerField(allow_null=True),
+                    "missing_key_ids": serializers.ListField(child=serializers.CharField()),
                 },
             )
         },
@@ -77,5 +82,8 @@ class AuditVerifyView(MemgovAPIView):
                 "ok": result.ok,
                 "events_checked": result.events_checked,
                 "first_bad_seq": result.first_bad_seq,
+                "reason": result.reason,
+                "keyed_from": result.keyed_from,
+                "missing_key_ids": list(result.missing_key_ids),
             }
         )

@@ -8,11 +8,19 @@ from core.models import Tenant
 
 
 class AuditChainHead(models.Model):
-    """One row per tenant, locked to serialize appends so the chain cannot fork."""
+    """One row per tenant, locked to serialize appends so the chain cannot fork.
+
+    ``keyed_from`` is the first seq linked with a key (events before it keep their plain
+    sha256 links), proven by ``seal``, an HMAC under the key ``seal_key_id`` names
+    (docs/decisions/0019). Database defaults let a previous release's code, running
+    beside this one during a rollout, still create heads and events."""
 
     tenant = models.OneToOneField(Tenant, on_delete=models.PROTECT, primary_key=True)
     last_seq = models.PositiveBigIntegerField(default=0)
     last_hash = models.CharField(max_length=64, default="0" * 64)
+    keyed_from = models.PositiveBigIntegerField(null=True, blank=True)
+    seal = models.CharField(max_length=64, db_default="", blank=True)
+    seal_key_id = models.CharField(max_length=40, db_default="", blank=True)
 
     def __str__(self) -> str:
         return f"{self.tenant_id}: {self.last_seq}"
@@ -31,6 +39,8 @@ class AuditEvent(models.Model):
     data = models.JSONField(default=dict)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
+    # The key whose HMAC ``hash`` is; empty for a plain sha256 link (before keying).
+    key_id = models.CharField(max_length=40, db_default="", blank=True)
 
     class Meta:
         ordering = ["tenant_id", "seq"]

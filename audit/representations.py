@@ -9,7 +9,8 @@ from core.times import iso
 
 
 def event_representation(event: AuditEvent) -> dict[str, Any]:
-    """With both hashes, so a reader can check the event's place in its tenant's chain."""
+    """With both hashes, so a reader can check the event's place in its tenant's chain,
+    and the id of the key whose HMAC the hash is (null: a plain sha256, before keying)."""
     return {
         "seq": event.seq,
         "at": iso(event.at),
@@ -20,4 +21,5 @@ def event_representation(event: AuditEvent) -> dict[str, Any]:
         "data": event.data,
         "prev_hash": event.prev_hash,
         "hash": event.hash,
+        "key_id": event.key_id or None,
     }

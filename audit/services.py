@@ -8,7 +8,8 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit.chain import event_hash
+from audit.chain import boundary_seal, keyed_event_hash
+from audit.keys import AuditKey, keyring
 from audit.models import AuditChainHead, AuditEvent
 from core.models import Tenant
 from core.sql import bound_on_server
@@ -56,13 +57,20 @@ def audit_append_many(*, tenant: Tenant, events: list[AuditEntry]) -> list[Audit
         raise RuntimeError("audit_append must run inside the transaction of the change")
     if not events:
         return []
-    head = _locked_chain_head(tenant)
+    key = keyring().current
+    head = _locked_chain_head(tenant, key)
+    head_fields = ["last_seq", "last_hash"]
+    if head.keyed_from is None:  # created by the previous release during its rollout
+        _seal(head, key, keyed_from=head.last_seq + 1)
+        head_fields += ["keyed_from", "seal", "seal_key_id"]
     rows = []
     seq, prev = head.last_seq, head.last_hash
     for entry in events:
         at = timezone.now()
         seq += 1
-        digest = event_hash(
+        digest = keyed_event_hash(
+            key=key.secret,
+            tenant_id=tenant.pk,
             prev_hash=prev,
             seq=seq,
             at=at,
@@ -84,6 +92,7 @@ def audit_append_many(*, tenant: Tenant, events: list[AuditEntry]) -> list[Audit
                 data=entry.data,
                 prev_hash=prev,
                 hash=digest,
+                key_id=key.key_id,
             )
         )
         prev = digest
@@ -94,7 +103,7 @@ def audit_append_many(*, tenant: Tenant, events: list[AuditEntry]) -> list[Audit
         created = [_create(rows[0])]
     head.last_seq = seq
     head.last_hash = prev
-    head.save(update_fields=["last_seq", "last_hash"])
+    head.save(update_fields=head_fields)
     return created
 
 
@@ -103,13 +112,21 @@ def _create(event: AuditEvent) -> AuditEvent:
     return event
 
 
-def _locked_chain_head(tenant: Tenant) -> AuditChainHead:
+def _seal(head: AuditChainHead, key: AuditKey, *, keyed_from: int) -> None:
+    head.keyed_from = keyed_from
+    head.seal = boundary_seal(key=key.secret, tenant_id=head.tenant_id, keyed_from=keyed_from)
+    head.seal_key_id = key.key_id
+
+
+def _locked_chain_head(tenant: Tenant, key: AuditKey) -> AuditChainHead:
     try:
         return AuditChainHead.objects.select_for_update().get(tenant=tenant)
     except AuditChainHead.DoesNotExist:
         try:
             with transaction.atomic():
-                AuditChainHead.objects.create(tenant=tenant)
+                head = AuditChainHead(tenant=tenant)
+                _seal(head, key, keyed_from=1)  # a new chain is keyed from its start
+                head.save(force_insert=True)
         except IntegrityError:
             pass  # a concurrent first append created it
         return AuditChainHead.objects.select_for_update().get(tenant=tenant)

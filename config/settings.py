@@ -376,6 +376,11 @@ MEMGOV_WEBHOOK_DEADLINE_SECONDS = float(env_str("MEMGOV_WEBHOOK_DEADLINE_SECONDS
 # Endpoints on loopback, private or link-local addresses are refused unless this is set.
 MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
 
+# The audit chain's keys, held outside the database: "kid1:secret1,kid2:secret2", the first
+# links new events, the rest stay to verify old ones. Empty: a key derived from SECRET_KEY
+# (audit/keys.py; docs/operations.md, Audit chain keys).
+MEMGOV_AUDIT_KEYS = env_str("MEMGOV_AUDIT_KEYS")
+
 # Rows an erasure changes per transaction (memory/erasure.py).
 MEMGOV_ERASURE_BATCH = env_int("MEMGOV_ERASURE_BATCH", 500)
 CELERY_BEAT_SCHEDULE = {
