@@ -32,7 +32,7 @@ from memory.effects import (
     after_scenario_added,
     after_version_recorded,
 )
-from memory.entities import entity_record
+from memory.entities import entity_record, require_live
 from memory.lifecycle import (
     IN_USE_OR_OPEN,
     bump_on_commit,
@@ -288,6 +288,7 @@ def memory_link_subject(
         entity = Entity.objects.filter(tenant=version.tenant, pk=subject_id).first()
         if entity is None:
             raise InvalidContent({"subject": [f"no entity {subject_id!r} in this tenant"]})
+        require_live([entity.pk], member="subject")
         _link(principal, item, version, entity)
     return version
 
@@ -351,8 +352,9 @@ def memory_clarify(
             raise Conflict(f"This memory asks no open question (it is {version.status}).")
         if question.member == Clarification.Member.SUBJECT:
             entity = Entity.objects.filter(tenant=version.tenant, pk=choice).first()
-            if entity is None or entity.erased_at is not None:
+            if entity is None:
                 raise InvalidContent({"choice": [f"no entity {choice!r} in this tenant"]})
+            require_live([entity.pk], member="choice")
             _link(principal, item, version, entity)
             audited: dict[str, Any] = {"subject": entity.pk}
         else:

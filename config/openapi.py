@@ -39,6 +39,17 @@ _WHY = {
 }
 _PROBLEM_REF = "#/components/schemas/Problem"
 _EVERY = ("400", "401", "403", "404", "422", "429")
+# Where an erased subject is a 410: reads about it, and every write that names it
+# (issue 42: she takes no new data).
+_GONE_READS = ("/resolve", "/context", "/search")
+_GONE = (
+    *_GONE_READS,
+    "/memories",
+    "/versions",
+    "/aliases",
+    "/link-subject",
+    "/clarify",
+)
 _WRITES = ("409", "413", "415", "503")
 
 
@@ -77,7 +88,7 @@ def document_problems(result: dict[str, Any], **_: Any) -> dict[str, Any]:
                 statuses += _WRITES
             if method == "post" and path.endswith("/versions"):
                 statuses.append("428")
-            if path.endswith("/resolve"):
+            if path.endswith(_GONE) and (method == "post" or path.endswith(_GONE_READS)):
                 statuses.append("410")
             responses = operation.setdefault("responses", {})
             for status in statuses:

@@ -85,10 +85,13 @@ def entity_kinds(principal: Principal) -> list[dict[str, Any]]:
 def entities_by_external_ref(
     principal: Principal, external_ref: str, kind: str | None
 ) -> list[Entity]:
-    """Entities carrying exactly this external ref (case as given: another system's id)."""
+    """Entities carrying exactly this external ref (case as given: another system's id);
+    never an erased one (issue 42)."""
     if not external_ref:
         return []
-    entities = Entity.objects.filter(tenant=principal.tenant, external_ref=external_ref)
+    entities = Entity.objects.filter(
+        tenant=principal.tenant, external_ref=external_ref, erased_at__isnull=True
+    )
     if kind:
         entities = entities.filter(kind=kind)
     return list(entities.prefetch_related("aliases").order_by("pk")[:MAX_MATCHES])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from audit.chain import digest
 from audit.services import audit_append
-from core.errors import InvalidContent
+from core.errors import Gone, InvalidContent
 from core.principals import Principal
 from memory.models import (
     Alias,
@@ -67,10 +68,46 @@ def entity_record(
     return entity
 
 
+def require_live(entity_ids: Iterable[str], *, member: str) -> None:
+    """Refuse a write that names an erased entity: a 410 ``erased`` naming ``member``, since
+    it would give her new personal data after her erasure (issue 42). Called inside the
+    write's transaction, where it locks the rows FOR KEY SHARE on PostgreSQL: an erasure
+    starting (``SELECT … FOR UPDATE`` of the entity) waits for the write to commit and then
+    retires what it wrote, or the write waits for the erasure and reads ``erased_at``."""
+    ids = sorted({i for i in entity_ids if i})
+    if not ids:
+        return
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, erased_at FROM memory_entity WHERE id = ANY(%s) ORDER BY id "
+                "FOR KEY SHARE",
+                [ids],
+            )
+            erased = [entity_id for entity_id, erased_at in cursor.fetchall() if erased_at]
+    else:  # SQLite runs one write transaction at a time: there is nothing to cross
+        erased = list(
+            Entity.objects.filter(pk__in=ids, erased_at__isnull=False).values_list("pk", flat=True)
+        )
+    if erased:
+        raise_erased(erased[0], member=member)
+
+
+def raise_erased(entity_id: str, *, member: str) -> NoReturn:
+    """The one answer to a write naming an erased entity, naming the member that named it."""
+    raise Gone(
+        f"Entity {entity_id} was erased: nothing more is recorded about it.",
+        errors={member: [f"entity {entity_id} was erased"]},
+    )
+
+
 def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Source | None) -> Alias:
+    """One more name for a live entity; an erased one takes no new name (410)."""
     normalized = alias.strip().casefold()
     with transaction.atomic(durable=True):
-        Entity.objects.select_for_update(no_key=True).get(pk=entity.pk)
+        locked = Entity.objects.select_for_update(no_key=True).get(pk=entity.pk)
+        if locked.erased_at is not None:
+            raise_erased(entity.pk, member="entity_id")
         if Alias.objects.filter(entity=entity, normalized=normalized).exists():
             raise InvalidContent({"alias": ["this entity already has that alias"]})
         created = Alias.objects.create(

@@ -21,6 +21,7 @@ from core.models import ScopeValue, Tenant
 from core.principals import Principal
 from memory import catalog, clarifications, events, generations, rules
 from memory.effects import after_version_recorded
+from memory.entities import require_live
 from memory.lifecycle import version_transition
 from memory.models import (
     Clarification,
@@ -270,6 +271,8 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
     errors.raise_if_any()
     assert content is not None  # noqa: S101 - no errors means content was built
     with transaction.atomic(durable=True):
+        if subject is not None:
+            require_live([subject.pk], member="subject")  # not erased since it was found
         item = MemoryItem.objects.create(
             tenant=principal.tenant,
             kind=kind,
@@ -386,6 +389,9 @@ def memory_correct(
             .select_related("tenant", "subject")
             .get(pk=item.pk)
         )
+        if locked.subject_id is not None:
+            # An erased person's memories take no correction: it would be new data on her.
+            require_live([locked.subject_id], member="subject")
         if locked.head_version != expected:
             raise Conflict(
                 f"Version {expected} is not the head; the head is {locked.head_version}.",

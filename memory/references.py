@@ -12,6 +12,7 @@ from django.db.models import F, Q, QuerySet
 
 from core.models import Tenant
 from core.principals import Principal
+from memory.entities import raise_erased, require_live
 from memory.models import Entity, EntityReference, MemoryVersion
 from memory.rules import Errors
 
@@ -38,7 +39,8 @@ def found_in(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def check_value_references(tenant: Tenant, value: Any, errors: Errors) -> None:
-    """Each reference names an entity of this tenant that is not erased (else 422)."""
+    """Each reference names an entity of this tenant (else 422) that is not erased (else
+    410: the write would give an erased person new data)."""
     found = list(found_in(value))
     if not found:
         return
@@ -53,12 +55,14 @@ def check_value_references(tenant: Tenant, value: Any, errors: Errors) -> None:
         elif ref not in existing:
             errors.add("value", f"{where}: no entity {ref} in this tenant")
         elif existing[ref] is not None:
-            errors.add("value", f"{where}: entity {ref} was erased")
+            raise_erased(ref, member="value")
 
 
 def record_value_references(version: MemoryVersion) -> None:
-    """Index the references of a new version's value (in the caller's transaction)."""
+    """Index the references of a new version's value (in the caller's transaction), each
+    referenced entity locked against an erasure starting meanwhile (else 410)."""
     rows = {(path, ref) for path, ref in found_in(version.value) if isinstance(ref, str)}
+    require_live((ref for _path, ref in rows), member="value")
     EntityReference.objects.bulk_create(
         EntityReference(tenant_id=version.tenant_id, version=version, entity_id=ref, path=path)
         for path, ref in sorted(rows)

@@ -21,6 +21,7 @@ from core.errors import InvalidContent
 from core.kinds import MemoryKind
 from core.models import Tenant
 from core.principals import Principal, can_see
+from memory.entities import raise_erased
 from memory.models import Entity, MemoryVersion, Source, Verification
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -109,8 +110,7 @@ def find_subject(tenant: Tenant, subject_id: str, errors: Errors) -> Entity | No
     if entity is None:
         errors.add("subject", f"no entity {subject_id!r} in this tenant")
     elif entity.erased_at is not None:
-        errors.add("subject", f"entity {subject_id!r} was erased")
-        return None
+        raise_erased(entity.pk, member="subject")  # 410, whatever else is wrong
     return entity
 
 

@@ -265,6 +265,8 @@ def _narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
     return sql, params
 
 
+# An erased entity is never a candidate, nor followed to facts (issue 42).
+_LIVE = "e.erased_at IS NULL"
 _VERSION_COLUMNS = "v.id, v.item_id, v.number, v.kind, v.subject_id, v.field, v.statement, v.status"
 
 
@@ -278,12 +280,13 @@ class _Postgres(_Backend):
             f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
             "e.external_ref = %s "
             "FROM memory_entity e, websearch_to_tsquery('simple', %s) query "
-            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ query LIMIT %s",
+            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ query "
+            f"AND {_LIVE} LIMIT %s",
             [q.strip(), q, tenant, SCAN],
         )
         names = _rows(
             f"SELECT {cols}, word_similarity(%s, e.name_normalized) FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-            "WHERE e.tenant_id = %s AND %s <%% e.name_normalized "
+            f"WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% e.name_normalized "
             "AND word_similarity(%s, e.name_normalized) >= %s LIMIT %s",
             [norm, tenant, norm, norm, SIMILARITY, SCAN],
         )
@@ -291,7 +294,7 @@ class _Postgres(_Backend):
             f"SELECT {cols}, word_similarity(%s, a.normalized), a.normalized = %s "  # noqa: S608 - constant SQL, bound values
             "FROM memory_alias a "
             "JOIN memory_entity e ON e.id = a.entity_id "
-            "WHERE a.tenant_id = %s AND %s <%% a.normalized "
+            f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% a.normalized "
             "AND word_similarity(%s, a.normalized) >= %s LIMIT %s",
             [norm, norm, tenant, norm, norm, SIMILARITY, SCAN],
         )
@@ -461,7 +464,7 @@ class _Sqlite(_Backend):
                 f"SELECT {cols}, -bm25(memory_entity_fts), "  # noqa: S608 - constant SQL, bound values
                 "highlight(memory_entity_fts, 0, '[', ']') LIKE '%%[%%' "
                 "FROM memory_entity_fts JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
-                "WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s LIMIT %s",
+                f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s",
                 [match, tenant, SCAN],
             )
             for *row, rank, on_name in rows:
@@ -473,7 +476,7 @@ class _Sqlite(_Backend):
                 f"SELECT {cols}, -bm25(memory_alias_fts), a.normalized FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
                 "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
                 "JOIN memory_entity e ON e.id = a.entity_id "
-                "WHERE memory_alias_fts MATCH %s AND a.tenant_id = %s LIMIT %s",
+                f"WHERE memory_alias_fts MATCH %s AND a.tenant_id = %s AND {_LIVE} LIMIT %s",
                 [match, tenant, SCAN],
             )
             for *row, rank, alias in aliases:

@@ -175,11 +175,12 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     if not query:
         return []
     longest = max(words, key=len) if words else query
-    entities = Entity.objects.filter(tenant=principal.tenant)
+    # An erased entity is no one's candidate any more (issue 42): nothing may name it again.
+    entities = Entity.objects.filter(tenant=principal.tenant, erased_at__isnull=True)
     if kind:
         entities = entities.filter(kind=kind)
     by_name = entities.filter(Q(name_normalized=query) | Q(name_normalized__contains=longest))
-    by_alias = Alias.objects.filter(tenant=principal.tenant).filter(
+    by_alias = Alias.objects.filter(tenant=principal.tenant, entity__erased_at__isnull=True).filter(
         Q(normalized=query) | Q(normalized__contains=longest) | Q(normalized__startswith=query)
     )
     if kind:

@@ -225,8 +225,8 @@ def test_an_erased_subject_resolves_to_410_and_no_proposal_may_name_it(flow: Flo
         assert response.json()["type"] == "https://memgov.dev/problems/erased"
     proposal = flow.body("preference", {}, subject=tale.subject, sources=[tale.shared_source])
     refused = flow.post("agent", "/memories", proposal)
-    assert refused.status_code == 422
-    assert "subject" in refused.json()["errors"]
+    assert refused.status_code == 410
+    assert refused.json()["errors"] == {"subject": [f"entity {tale.subject} was erased"]}
     matched = flow.ok(flow.post("agent", "/entities/match", {"name": story.NAME}))
     assert matched["decision"] == "none"
     assert Entity.objects.get(pk=tale.subject).name == "[erased]"
