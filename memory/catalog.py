@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-import jsonschema
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,11 +22,9 @@ from core import authority
 from core.errors import NotFound
 from core.principals import Principal
 from core.times import iso
-from memory import generations
+from memory import generations, value_schemas
 from memory.models import FieldDefinition
 from memory.rules import Errors
-
-SCHEMA_DIALECT = jsonschema.Draft202012Validator
 
 
 def authoritative_system(definition: FieldDefinition) -> dict[str, Any] | None:
@@ -74,22 +71,12 @@ def definitions_for(tenant_id: int, names: set[str]) -> dict[str, FieldDefinitio
     return {row.name: row for row in rows}
 
 
-def _schema_errors(schema: Any) -> list[str]:
-    if not isinstance(schema, dict):
-        return ["must be a JSON Schema object"]
-    try:
-        SCHEMA_DIALECT.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return [f"is not a valid JSON Schema (2020-12): {exc.message}"]
-    return []
-
-
 def field_define(*, principal: Principal, name: str, data: Mapping[str, Any]) -> FieldDefinition:
     """Create or replace the entry (PUT semantics: what is omitted takes its default), audited,
     and end every cached answer of the tenant, which may carry the old marking."""
     authority.require_manage_fields(principal)
     errors = Errors()
-    for message in _schema_errors(data.get("value_schema", {})):
+    for message in value_schemas.schema_problems(data.get("value_schema", {})):
         errors.add("value_schema", message)
     system = data.get("authoritative_system")
     if system is not None and not str(system.get("name") or "").strip():
@@ -172,13 +159,36 @@ def check_proposal(
                 f"the field catalog requires {', '.join(missing)} in the scope of field {name!r}",
             )
     if check_value and definition.value_schema:
-        validator = SCHEMA_DIALECT(definition.value_schema)
-        problem = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if problem is not None:
-            where = "/".join(str(p) for p in problem.absolute_path)
-            at = f" at /{where}" if where else ""
-            errors.add(
-                "value",
-                f"does not match the field catalog's schema for field {name!r}{at}: "
-                f"{problem.message}",
-            )
+        _check_value(definition, value, errors)
+
+
+def _check_value(definition: FieldDefinition, value: Any, errors: Errors) -> None:
+    """The value against the field's schema, run only as ``memory.value_schemas`` allows:
+    a stored schema those rules refuse (stored before them, or written around the API) is
+    not run, and the proposal is refused rather than taken unchecked, naming the field so
+    a tenant admin can put the entry again."""
+    name = definition.name
+    checker = value_schemas.checker_for(definition.value_schema)
+    if checker.problems:
+        errors.add(
+            "value",
+            f"cannot be checked: the field catalog's value_schema for field {name!r} is "
+            f"unusable ({checker.problems[0]}); a tenant admin must put the field again",
+        )
+        return
+    try:
+        problem = checker.first_error(value)
+    except value_schemas.SchemaTooCostly:
+        errors.add(
+            "value",
+            f"cannot be checked: matching it against the field catalog's schema for field "
+            f"{name!r} takes more than {value_schemas.MAX_CHECK_STEPS} steps",
+        )
+        return
+    if problem is not None:
+        where = "/".join(str(p) for p in problem.absolute_path)
+        at = f" at /{where}" if where else ""
+        errors.add(
+            "value",
+            f"does not match the field catalog's schema for field {name!r}{at}: {problem.message}",
+        )
