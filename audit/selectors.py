@@ -43,6 +43,7 @@ class ChainVerification:
     reason: Problem | None = None
     keyed_from: int | None = None
     missing_key_ids: tuple[str, ...] = ()
+    head_hash: str | None = None  # the last event's hash, when the chain verified to its end
 
 
 def audit_events(
@@ -96,6 +97,7 @@ def audit_verify(*, tenant: Tenant) -> ChainVerification:
             reason=reason,
             keyed_from=keyed_from,
             missing_key_ids=tuple(missing),
+            head_hash=head_hash if reason is None else None,
         )
 
     if head is not None:
@@ -144,6 +146,11 @@ def audit_verify(*, tenant: Tenant) -> ChainVerification:
     if unbound is not None:
         return result(unbound - 1, unbound, Problem.UNBOUND)
     return result(checked, None, None)
+
+
+def audit_hash_at(*, tenant: Tenant, seq: int) -> str | None:
+    """The hash of one event, to compare with a checkpoint kept outside the database."""
+    return AuditEvent.objects.filter(tenant=tenant, seq=seq).values_list("hash", flat=True).first()
 
 
 def _before(unbound: int | None, checked: int) -> int:

@@ -298,7 +298,7 @@ def test_a_chain_written_before_keying_keeps_verifying_and_is_keyed_from_its_nex
     out, error = _command("--tenant", "initech")
 
     assert (head.keyed_from, head.seal_key_id) == (5, keyring().current.key_id)
-    assert error is None and out == "initech: ok, 4 events checked\n"
+    assert error is None and out.startswith("initech: ok, 4 events checked; checkpoint ")
     _append(tenant, 5)
     _append(tenant, 6)
     events = AuditEvent.objects.filter(tenant=tenant).order_by("seq")
@@ -354,7 +354,8 @@ def test_an_event_of_the_previous_release_during_the_rollout_verifies_once_a_key
     assert error is not None and "initech: BROKEN at seq 4: unkeyed events after keying" in out
 
     _append(tenant, 5)
-    assert _command("--tenant", "initech") == ("initech: ok, 5 events checked\n", None)
+    out, error = _command("--tenant", "initech")
+    assert error is None and out.startswith("initech: ok, 5 events checked")
 
 
 def test_a_head_created_by_the_previous_release_is_sealed_by_the_next_append(db):
@@ -365,6 +366,58 @@ def test_a_head_created_by_the_previous_release_is_sealed_by_the_next_append(db)
     head = AuditChainHead.objects.get(tenant=tenant)
     assert (head.keyed_from, head.last_seq) == (1, 1)
     assert _command("--tenant", "initech")[1] is None
+
+
+def _checkpoint(out: str, slug: str) -> str:
+    """The checkpoint an ok run printed for a tenant, to keep outside the database."""
+    line = next(line for line in out.splitlines() if line.startswith(f"{slug}: ok"))
+    return line.rsplit("checkpoint ", 1)[1]
+
+
+def _cut_back_to(tenant: Tenant, seq: int) -> None:
+    """The events after ``seq`` deleted, and the head moved back to ``seq``: what a
+    superuser can do without the key, and what a restore of an older backup looks like."""
+    last = AuditEvent.objects.get(tenant=tenant, seq=seq)
+    tamper("DELETE FROM audit_auditevent WHERE tenant_id = %s AND seq > %s", [tenant.pk, seq])
+    tamper(
+        "UPDATE audit_auditchainhead SET last_seq = %s, last_hash = %s WHERE tenant_id = %s",
+        [seq, last.hash, tenant.pk],
+    )
+
+
+def test_newest_events_removed_with_the_head_are_found_only_by_a_kept_checkpoint(world, trail: int):
+    out, _ = _command("--tenant", "acme")
+    checkpoint = _checkpoint(out, "acme")
+    assert checkpoint.startswith(f"acme:{trail}:")
+
+    _cut_back_to(world.tenant, trail - 2)
+
+    assert _command("--tenant", "acme")[1] is None  # the key alone cannot tell
+    out, error = _command("--tenant", "acme", "--checkpoint", checkpoint)
+    assert error is not None
+    assert f"acme: BROKEN: checkpoint seq {trail} is gone, the chain ends at {trail - 2}" in out
+
+
+def test_an_older_chain_grown_again_past_a_checkpoint_is_found_by_it(world, trail: int):
+    """An older database put back, or the newest events cut and new ones appended: the
+    chain verifies, but the event at the checkpoint is another one."""
+    checkpoint = _checkpoint(_command("--tenant", "acme")[0], "acme")
+    _cut_back_to(world.tenant, trail - 1)
+    record_source(world.client("agent"), content="after the cut")
+    record_source(world.client("agent"), content="after the cut, again")
+
+    out, error = _command("--checkpoint", checkpoint)
+
+    assert error is not None
+    assert f"acme: BROKEN at seq {trail}: not the event checkpointed" in out
+    assert "globex: ok" in out
+    assert _command("--tenant", "globex", "--checkpoint", _checkpoint(out, "globex"))[1] is None
+
+
+@pytest.mark.parametrize("value", ["acme:12", "acme:x:" + "0" * 64, "acme:1:" + "z" * 64])
+def test_a_malformed_checkpoint_is_refused(world, value: str):
+    with pytest.raises(CommandError, match="TENANT:SEQ:HASH"):
+        call_command("verify_audit", "--checkpoint", value, stdout=StringIO())
 
 
 @pytest.mark.parametrize(
