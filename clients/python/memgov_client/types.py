@@ -379,12 +379,17 @@ class AuditEvent(TypedDict):
     data: dict[str, Any]
     prev_hash: str
     hash: str
+    key_id: NotRequired[str | None]  # the HMAC's key; null for a plain link (newer servers)
 
 
 class AuditVerification(TypedDict):
     ok: bool
     events_checked: int
     first_bad_seq: int | None
+    # Newer servers: why it failed, where keying starts, and keys it could not find.
+    reason: NotRequired[Literal["link", "hash", "head", "unbound", "seal", "key_missing"] | None]
+    keyed_from: NotRequired[int | None]
+    missing_key_ids: NotRequired[list[str]]
 
 
 # --- Webhooks ------------------------------------------------------------------------
