@@ -373,6 +373,11 @@ MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = env_int("MEMGOV_WEBHOOK_RETRY_WINDOW_SECON
 # One attempt in all (connecting, sending, the whole answer's head): a receiver trickling
 # its answer is cut off here, not after each slow read.
 MEMGOV_WEBHOOK_DEADLINE_SECONDS = float(env_str("MEMGOV_WEBHOOK_DEADLINE_SECONDS", "10"))
+# Attempts one tenant may have running at once across every webhook worker
+# (webhooks/delivery.py): the rest of its due deliveries wait their turn, so the other
+# slots serve the other tenants. Keep it below the webhook workers' slots in all (pods
+# times MEMGOV_WEBHOOK_WORKER_CONCURRENCY: 4 as deployed).
+MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT = max(1, env_int("MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT", 1))
 # Endpoints on loopback, private or link-local addresses are refused unless this is set.
 MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
 

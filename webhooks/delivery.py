@@ -6,7 +6,16 @@ No network call happens inside a transaction: an attempt is claimed by a conditi
 update, made, then recorded. Retries are scheduled, never slept: a short wait is a Celery
 countdown, a long one is left to the ``deliver_due`` sweeper (a countdown longer than the
 broker's visibility timeout would be handed out twice); both only ask for an attempt, and
-the claim makes it happen once."""
+the claim makes it happen once.
+
+Tenants share the webhook workers fairly (issue 42, point 7): a tenant may have at most
+``MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT`` attempts claimed at once, across every worker. An
+attempt asked for while its tenant is at that cap is deferred at once (no claim, no
+network): the delivery stays due. Each attempt that ends asks for its tenant's oldest due
+deliveries, as many as the tenant has free slots, so a tenant's backlog drains at its
+share, oldest first; the sweeper asks the same way, tenant by tenant. One tenant's slow
+receivers hold at most its share of the slots: another tenant's delivery waits for a slot
+the slow tenant does not hold, not behind its queue (docs/decisions/0020)."""
 
 from __future__ import annotations
 
@@ -20,10 +29,12 @@ from typing import Any
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, F, Q, QuerySet, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from config import metrics
+from core.models import Tenant
 from core.outbox import BROKER_DOWN
 from memory.events import REASON_CHARS
 from webhooks import signing, transport
@@ -39,6 +50,10 @@ CLAIM_MARGIN = timedelta(seconds=60)
 # Longer waits go to the sweeper rather than a countdown (see the module docstring).
 MAX_COUNTDOWN = timedelta(minutes=10)
 DUE_BATCH = 500
+# What an attempt asked for came to, besides a delivery's status.
+CLAIMED = "claimed"
+SKIPPED = "skipped"  # not due, delivered, or someone else's claim
+DEFERRED = "deferred"  # its tenant is at its share of the workers: it waits its turn
 
 
 def retry_base() -> timedelta:
@@ -47,6 +62,11 @@ def retry_base() -> timedelta:
 
 def retry_window() -> timedelta:
     return timedelta(seconds=settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS)
+
+
+def tenant_max_in_flight() -> int:
+    """Attempts one tenant may have claimed at once, across every webhook worker."""
+    return max(1, int(settings.MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT))
 
 
 def attempt_deadline() -> float:
@@ -119,7 +139,8 @@ def event_fan_out(
             )
             if new:
                 created.append(delivery.pk)
-        transaction.on_commit(lambda: request_attempts(created))
+        if created:
+            transaction.on_commit(lambda: tenant_attempts_requested(tenant_id))
     return created
 
 
@@ -141,30 +162,86 @@ def request_attempt(delivery_id: str, wait: timedelta) -> None:
         logger.exception("webhook delivery %s not queued; the sweeper will", delivery_id)
 
 
-def deliveries_due(*, now: datetime | None = None) -> list[str]:
+def _unclaimed(now: datetime) -> Q:
+    return Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
+
+
+def _due(now: datetime) -> QuerySet[WebhookDelivery]:
     """Pending deliveries whose time has come and that nobody is attempting."""
-    moment = now or timezone.now()
-    due = WebhookDelivery.objects.filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lt=moment),
-        status=WebhookDelivery.Status.PENDING,
-        next_attempt_at__lte=moment,
-    ).order_by("next_attempt_at")
-    ids = list(due.values_list("pk", flat=True)[:DUE_BATCH])
-    for delivery_id in ids:
-        request_attempt(delivery_id, timedelta(0))
+    return WebhookDelivery.objects.filter(
+        _unclaimed(now), status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
+    )
+
+
+def _in_flight(now: datetime) -> QuerySet[WebhookDelivery]:
+    """Deliveries claimed by an attempt that has not ended (nor outlived its claim)."""
+    return WebhookDelivery.objects.filter(
+        status=WebhookDelivery.Status.PENDING, claimed_until__gte=now
+    )
+
+
+def tenant_attempts_requested(tenant_id: int) -> list[str]:
+    """Ask for the tenant's oldest due deliveries, one per slot of its share it is not
+    using. Asked after each of its attempts and after a fan-out, so a deferred delivery
+    gets its turn when one of the tenant's own attempts ends. Asking twice for one
+    delivery is harmless (the claim)."""
+    now = timezone.now()
+    free = tenant_max_in_flight() - _in_flight(now).filter(tenant_id=tenant_id).count()
+    if free <= 0:
+        return []
+    due = _due(now).filter(tenant_id=tenant_id).order_by("next_attempt_at", "pk")
+    ids = list(due.values_list("pk", flat=True)[:free])
+    request_attempts(ids)
     return ids
 
 
-def _claim(delivery_id: str, now: datetime) -> bool:
-    return (
-        WebhookDelivery.objects.filter(
-            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
-            pk=delivery_id,
-            status=WebhookDelivery.Status.PENDING,
-            next_attempt_at__lte=now,
-        ).update(claimed_until=now + timedelta(seconds=attempt_deadline()) + CLAIM_MARGIN)
-        == 1
+def deliveries_due(*, now: datetime | None = None) -> list[str]:
+    """The sweeper: each tenant's oldest due deliveries, as many as it has free slots
+    (retries whose wait was too long for a countdown, or requests that were lost)."""
+    moment = now or timezone.now()
+    busy = dict(
+        _in_flight(moment)
+        .order_by()
+        .values("tenant_id")
+        .annotate(n=Count("pk"))
+        .values_list("tenant_id", "n")
     )
+    share = tenant_max_in_flight()
+    oldest_first = Window(
+        RowNumber(), partition_by=[F("tenant_id")], order_by=[F("next_attempt_at"), F("pk")]
+    )
+    ranked = (
+        _due(moment)
+        .annotate(turn=oldest_first)
+        .filter(turn__lte=share)
+        .order_by("next_attempt_at", "pk")
+        .values_list("pk", "tenant_id", "turn")[:DUE_BATCH]
+    )
+    ids = [pk for pk, tenant_id, turn in ranked if turn <= share - busy.get(tenant_id, 0)]
+    request_attempts(ids)
+    return ids
+
+
+def _claim(delivery_id: str, now: datetime) -> str:
+    """Claim a due delivery for one attempt, unless its tenant already has its share of
+    attempts claimed: then it is ``DEFERRED`` (still due), and one of the tenant's own
+    attempts asks for it when it ends."""
+    tenant_id = _due(now).filter(pk=delivery_id).values_list("tenant_id", flat=True).first()
+    if tenant_id is None:
+        return SKIPPED
+    with transaction.atomic(durable=True):
+        # A tenant's claims are counted and made one claimer at a time: two workers must
+        # not both see the last free slot. FOR NO KEY UPDATE leaves rows that reference
+        # the tenant free to be written.
+        list(Tenant.objects.select_for_update(no_key=True).filter(pk=tenant_id).values("pk"))
+        if _in_flight(now).filter(tenant_id=tenant_id).count() >= tenant_max_in_flight():
+            return DEFERRED
+        claimed = (
+            _due(now)
+            .filter(pk=delivery_id)
+            .update(claimed_until=now + timedelta(seconds=attempt_deadline()) + CLAIM_MARGIN)
+        )
+    return CLAIMED if claimed == 1 else SKIPPED
 
 
 @dataclass(frozen=True)
@@ -222,21 +299,26 @@ def _post(endpoint: WebhookEndpoint, delivery: WebhookDelivery, now: datetime) -
 
 
 def delivery_attempt(delivery_id: str) -> str:
-    """Post one delivery if it is due and unclaimed; record the outcome and schedule the
-    retry (or give up). Returns the delivery's status, or ``skipped``."""
+    """Post one delivery if it is due and unclaimed and its tenant has a free slot; record
+    the outcome, schedule the retry (or give up), then hand the slot on to the tenant's
+    next due delivery. Returns the delivery's status, ``skipped`` or ``deferred``."""
     now = timezone.now()
-    if not _claim(delivery_id, now):
-        return "skipped"
+    claim = _claim(delivery_id, now)
+    if claim != CLAIMED:
+        return claim
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
     if endpoint.status != WebhookEndpoint.Status.ACTIVE or endpoint.deleted_at is not None:
         WebhookDelivery.objects.filter(pk=delivery_id).update(
             status=WebhookDelivery.Status.FAILED, next_attempt_at=None, claimed_until=None
         )
-        return WebhookDelivery.Status.FAILED
-    outcome = _post(endpoint, delivery, now)
-    metrics.webhook_attempted(outcome.delivered)
-    return _record(delivery_id, outcome)
+        status = str(WebhookDelivery.Status.FAILED)
+    else:
+        outcome = _post(endpoint, delivery, now)
+        metrics.webhook_attempted(outcome.delivered)
+        status = _record(delivery_id, outcome)
+    tenant_attempts_requested(delivery.tenant_id)
+    return status
 
 
 def _delivered_since(delivery: WebhookDelivery) -> bool:

@@ -93,7 +93,19 @@ class WebhookDelivery(models.Model):
                 fields=["next_attempt_at"],
                 condition=Q(status="pending"),
                 name="delivery_due",
-            )
+            ),
+            # A tenant's turn (webhooks/delivery.py): its oldest due deliveries, and the
+            # attempts it has claimed (a few rows: a claim ends with its attempt).
+            models.Index(
+                fields=["tenant", "next_attempt_at"],
+                condition=Q(status="pending"),
+                name="delivery_due_per_tenant",
+            ),
+            models.Index(
+                fields=["tenant", "claimed_until"],
+                condition=Q(status="pending", claimed_until__isnull=False),
+                name="delivery_claimed_per_tenant",
+            ),
         ]
 
     def __str__(self) -> str:
