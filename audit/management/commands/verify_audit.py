@@ -102,7 +102,8 @@ def _verdict(result: ChainVerification) -> str:
         return (
             f"CANNOT VERIFY: key {missing} not configured (MEMGOV_AUDIT_KEYS or "
             f"SECRET_KEY_FALLBACKS); {result.events_checked} events walked, no tampering found"
-            " in what could be checked"
+            " in what could be checked (a key id never configured would mean the events"
+            " naming it were relabelled)"
         )
     why = _WHY[result.reason] if result.reason else "broken"
     line = (
