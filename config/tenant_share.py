@@ -66,8 +66,9 @@ def tenant_of(request: HttpRequest) -> Hashable:
 
 def tenant_of_session(session_key: str) -> int | None:
     """The tenant of the person signed in with this session, remembered by the key's hash
-    after the first look; None when no active member is signed in with it (not
-    remembered: a later sign-in gets a new session key anyway)."""
+    after the first look (a hash: the process keeps no usable session key); None when no
+    active member is signed in with it, not remembered (made-up cookies would fill the
+    map, and a sign-in gets a new session key anyway)."""
     digest = hashlib.sha256(session_key.encode()).hexdigest()
     known = _tenant_of_session.get(digest)
     if known is not None:
