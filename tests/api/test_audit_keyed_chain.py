@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -433,6 +437,21 @@ def test_a_malformed_checkpoint_is_refused(world, value: str):
 def test_malformed_audit_keys_stop_the_process_with_what_to_fix(raw: str, message: str):
     with pytest.raises(ImproperlyConfigured, match=message):
         parse_audit_keys(raw)
+
+
+def test_a_process_with_malformed_audit_keys_does_not_start():
+    """Found at start (conventions, rule 17), not at the first write that needs a key."""
+    started = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "MEMGOV_AUDIT_KEYS": "kid1:too-short"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert started.returncode != 0
+    assert "MEMGOV_AUDIT_KEYS, key 1 (kid1): the secret must be at least 32" in started.stderr
 
 
 def test_audit_keys_are_read_in_order_the_first_current():
