@@ -1,12 +1,11 @@
 """Keyset (cursor) pagination: ``{"results": [...], "next": url | null}``.
 
-The cursor is the last key of the page, opaque to clients; pages stay stable while rows
-are added, unlike offsets."""
+The cursor is the last key of the page, opaque to clients (``core.cursors``: signed, so
+one this API did not give out is a 422); pages stay stable while rows are added, unlike
+offsets."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -14,8 +13,9 @@ from django.db.models import Model, QuerySet
 from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 
+from core.cursors import CursorCodec
 from core.errors import InvalidContent
-from core.inputs import strict_int, text_problem
+from core.inputs import strict_int
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
@@ -29,16 +29,11 @@ def page_limit(request: Request) -> int:
     return limit
 
 
-def _decode(cursor: str, key_type: Callable[[str], Any]) -> Any:
-    """The key a cursor holds; anything this API could not have given out is a 422."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
-    except (binascii.Error, UnicodeError, ValueError):
-        raw = "\x00"
-    key = strict_int(raw) if key_type is int else (None if text_problem(raw) else key_type(raw))
-    if key is None:
-        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
-    return key
+def _codec(queryset: QuerySet[Any], key: str, key_type: Callable[[str], Any]) -> CursorCodec:
+    """One list's cursors, named by what it pages (``memory.version.item_id``), so that a
+    cursor of one list is refused by another."""
+    name = f"{queryset.model._meta.label_lower}.{key}"
+    return CursorCodec(name, (int,) if key_type is int else (str,))
 
 
 def paginate(
@@ -54,9 +49,10 @@ def paginate(
     without breaking the page size (we read ahead until the page is full)."""
     limit = page_limit(request)
     cursor = request.query_params.get("cursor")
+    codec = _codec(queryset, key, key_type)
     rows = queryset.order_by(key)
     if cursor:
-        rows = rows.filter(**{f"{key}__gt": _decode(cursor, key_type)})
+        rows = rows.filter(**{f"{key}__gt": codec.decode(cursor)[0]})
     page: list[M] = []
     last_key: Any = None
     batch_size = limit + 1
@@ -78,6 +74,6 @@ def paginate(
     page = page[:limit]
     next_url = None
     if has_more:
-        token = base64.urlsafe_b64encode(str(getattr(page[-1], key)).encode()).decode("ascii")
+        token = codec.encode([getattr(page[-1], key)])
         next_url = replace_query_param(request.build_absolute_uri(), "cursor", token)
     return {"results": [represent(row) for row in page], "next": next_url}

@@ -5,9 +5,6 @@ call the one selector or service, represent."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +12,7 @@ from rest_framework import serializers
 
 from contract.answers import validated
 from contract.serializers import StrictInput
+from core.cursors import MAX_CURSOR_CHARS, CursorCodec
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
@@ -32,19 +30,19 @@ class SearchInput(StrictInput):
     kind = serializers.ChoiceField(choices=MemoryKind.choices, required=False)
     status = serializers.ChoiceField(choices=Status.choices, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=400, required=False)
+    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
 class ProposalsInput(StrictInput):
     status = serializers.ChoiceField(choices=Status.choices, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=400, required=False)
+    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
 class EntityFactsInput(StrictInput):
     entity_id = serializers.CharField(max_length=40)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=400, required=False)
+    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
 class ExternalRefInput(StrictInput):
@@ -60,29 +58,15 @@ class Page:
     next_cursor: str | None
 
 
-def encode_cursor(key: Sequence[Any]) -> str:
-    text = "\x1f".join(str(part) for part in key)
-    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii")
-
-
-def decode_cursor(cursor: str, parts: int) -> list[str]:
-    """The key a cursor holds; anything this API could not have given out is a 422."""
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
-    except (binascii.Error, UnicodeError, ValueError):
-        text = ""
-    key = text.split("\x1f")
-    if len(key) != parts or not all(key) or "\x00" in text:
-        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
-    return key
+# Each list's cursors are its own (core.cursors): signed, so one not given out is a 422.
+SEARCH_CURSOR = CursorCodec("search", (int, str, str))  # Candidate.key
+PROPOSALS_CURSOR = CursorCodec("proposals", (int,))
+ENTITY_FACTS_CURSOR = CursorCodec("entity-facts", (str,))
 
 
 def _search_key(cursor: str) -> tuple[int, str, str]:
-    score, kind, ident = decode_cursor(cursor, 3)
-    try:
-        return (int(score), kind, ident)
-    except ValueError as exc:
-        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]}) from exc
+    score, kind, ident = SEARCH_CURSOR.decode(cursor)
+    return (int(score), str(kind), str(ident))
 
 
 def searched(principal: Principal, data: Any) -> Page:
@@ -111,7 +95,7 @@ def searched(principal: Principal, data: Any) -> Page:
     search.explain(page, q)
     return Page(
         results=[_candidate(c) for c in page],
-        next_cursor=encode_cursor(page[-1].key) if more else None,
+        next_cursor=SEARCH_CURSOR.encode(page[-1].key) if more else None,
     )
 
 
@@ -128,10 +112,7 @@ def _candidate(candidate: search.Candidate) -> dict[str, Any]:
 def _after_int(data: dict[str, Any]) -> int | None:
     if not data.get("cursor"):
         return None
-    (key,) = decode_cursor(data["cursor"], 1)
-    if not key.isdigit() or len(key) > 19:
-        raise InvalidContent({"cursor": ["is not a cursor this API gave out"]})
-    return int(key)
+    return int(PROPOSALS_CURSOR.decode(data["cursor"])[0])
 
 
 def my_proposals(principal: Principal, data: Any) -> Page:
@@ -144,7 +125,7 @@ def my_proposals(principal: Principal, data: Any) -> Page:
     page = rows[:limit]
     return Page(
         results=[discovery.proposal_representation(v) for v in page],
-        next_cursor=encode_cursor([page[-1].pk]) if len(rows) > limit else None,
+        next_cursor=PROPOSALS_CURSOR.encode([page[-1].pk]) if len(rows) > limit else None,
     )
 
 
@@ -197,7 +178,7 @@ def entity_facts(principal: Principal, data: Any) -> Page:
     facts = selectors.versions_with_details(references.facts_about(principal, entity))
     facts = facts.order_by("item_id")
     limit = valid["limit"]
-    after = decode_cursor(valid["cursor"], 1)[0] if valid.get("cursor") else ""
+    after = ENTITY_FACTS_CURSOR.decode(valid["cursor"])[0] if valid.get("cursor") else ""
     page: list[Any] = []
     while len(page) <= limit:
         batch = list(facts.filter(item_id__gt=after)[: limit + 1])
@@ -215,5 +196,5 @@ def entity_facts(principal: Principal, data: Any) -> Page:
             }
             for v in page
         ],
-        next_cursor=encode_cursor([page[-1].item_id]) if more else None,
+        next_cursor=ENTITY_FACTS_CURSOR.encode([page[-1].item_id]) if more else None,
     )
