@@ -1,29 +1,30 @@
 """The input boundary's middleware (rules in ``core.inputs``): runs first, before
-anything reads the body, so oversized, chunked or NUL-carrying requests never reach a view."""
+anything reads the body, so oversized, chunked or NUL-carrying requests, and query strings
+that are not text, never reach a view."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from io import BytesIO
 from typing import Any
-from urllib.parse import unquote_plus
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from config.problems import problem_response
-from core.inputs import strict_int
+from core.inputs import query_errors, strict_int
 
 
 class InputBoundaryMiddleware:
-    """Runs first: body size (declared or chunked), then NUL in the URL, headers and forms."""
+    """Runs first: body size (declared or chunked), then NUL in the path, headers and forms,
+    then the query string (a 422 naming each parameter that is not text: ``core.inputs``)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        refusal = _body_refusal(request) or _nul_refusal(request)
+        refusal = _body_refusal(request) or _nul_refusal(request) or _query_refusal(request)
         return refusal or self.get_response(request)
 
 
@@ -76,8 +77,7 @@ def _drain(stream: Any) -> None:
 
 
 def _nul_refusal(request: HttpRequest) -> HttpResponse | None:
-    query = unquote_plus(request.META.get("QUERY_STRING", ""))
-    if "\x00" in request.path or "\x00" in query:
+    if "\x00" in request.path:
         return problem_response(400, "The URL must not contain NUL characters.")
     for name, value in request.META.items():
         if name.startswith("HTTP_") and isinstance(value, str) and "\x00" in value:
@@ -86,6 +86,24 @@ def _nul_refusal(request: HttpRequest) -> HttpResponse | None:
     if _is_form(request) and any("\x00" in v for v in _form_values(request)):
         return problem_response(400, "Form fields must not contain NUL characters.")
     return None
+
+
+def _query_refusal(request: HttpRequest) -> HttpResponse | None:
+    """Every parameter of every method and path, before Django decodes it leniently
+    (``%FF`` would reach a view as U+FFFD): a 422 naming the parameter."""
+    if not (errors := query_errors(_raw_query_string(request.META))):
+        return None
+    first = next(iter(errors))
+    return problem_response(422, f"Invalid content: {first}: {errors[first][0]}", errors=errors)
+
+
+def _raw_query_string(environ: Mapping[str, Any]) -> bytes:
+    """The query string's bytes: WSGI servers hand them over as ISO-8859-1 text (PEP 3333)."""
+    query = environ.get("QUERY_STRING", "")
+    try:
+        return str(query).encode("iso-8859-1")
+    except UnicodeEncodeError:  # a server that decoded UTF-8 instead
+        return str(query).encode("utf-8", "surrogateescape")
 
 
 def _is_form(request: HttpRequest) -> bool:

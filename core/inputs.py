@@ -10,7 +10,10 @@ same things the same way (issue 11):
   encodable UTF-8 (no lone surrogates) and hold no NUL, which PostgreSQL's text and jsonb
   cannot store — a 422 naming the member. An MCP tool's arguments, decoded by the MCP
   SDK, pass the same rules (``checked_json``) before any tool reads them;
-- the URL, headers and form fields: no NUL after decoding (400);
+- the URL's path, headers and form fields: no NUL after decoding (400);
+- the query string: each parameter's name and value, percent-decoded, must be valid UTF-8
+  without control characters — else a 422 naming the parameter (``query_errors``), since
+  Django would hand a view U+FFFD for the bytes it cannot decode;
 - integers from the outside (``limit``, ``If-Match``, cursors, ``Content-Length``): ASCII
   digits only and a bounded length, since ``str.isdigit()`` accepts ``²`` and ``int()``
   refuses 5,000 digits.
@@ -21,8 +24,10 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from core.errors import InvalidContent, Unparseable
 
@@ -137,3 +142,47 @@ def _storable(data: Any) -> Any:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _query_text_problem(raw: bytes) -> tuple[str, str | None]:
+    """A percent-decoded query name or value as text (invalid bytes escaped, for naming),
+    and why it is refused, or None when it is not."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace"), "must be valid UTF-8"
+    if "\x00" in text:
+        return text, "must not contain NUL characters"
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        return text, "must not contain control characters"
+    return text, None
+
+
+def query_errors(query_string: bytes) -> dict[str, list[str]]:
+    """Query parameters that are not text a view may read, as ``{"name": ["why"]}``.
+
+    Read from the raw query string the way Django's ``QueryDict`` reads it (pairs split on
+    ``&``, ``+`` a space, percent-escapes decoded), but strictly: invalid UTF-8 (``%FF``),
+    NUL (``%00``) and other control characters (``%0A``, ``%7F``, ``%C2%85``) are refused
+    where Django would replace or pass them."""
+    errors: dict[str, list[str]] = {}
+    for pair in query_string.split(b"&"):
+        if not pair:
+            continue
+        raw_name, _, raw_value = pair.partition(b"=")
+        name, name_problem = _query_text_problem(unquote_to_bytes(raw_name.replace(b"+", b" ")))
+        name = _printable_name(name)
+        if name_problem is not None:
+            errors.setdefault(name or "query", [f"the name {name_problem}"])
+            continue
+        _, value_problem = _query_text_problem(unquote_to_bytes(raw_value.replace(b"+", b" ")))
+        if value_problem is not None:
+            errors.setdefault(name or "query", [value_problem])
+    return dict(sorted(errors.items()))
+
+
+def _printable_name(name: str) -> str:
+    """A name as an error may quote it: control characters escaped (``q\\x00``)."""
+    return "".join(
+        char if unicodedata.category(char) != "Cc" else f"\\x{ord(char):02x}" for char in name
+    )

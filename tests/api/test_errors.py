@@ -232,18 +232,21 @@ def test_an_agent_may_not_approve_which_is_a_403_problem(world):
     assert Written.now() == given
 
 
+@pytest.mark.parametrize("path", ["/api/v1/sources/src_%00", "/api/v1/memories/%00/versions"])
+def test_a_nul_character_in_the_path_is_a_400_not_a_database_error(world, path: str):
+    assert_problem(world.client("rita").get(path), 400)
+
+
 @pytest.mark.parametrize(
-    "path",
+    ("path", "member"),
     [
-        "/api/v1/sources/src_%00",
-        "/api/v1/memories/%00/versions",
-        "/api/v1/memories?owner=%00",
-        "/api/v1/memories?scope.task=a%00b",
-        "/api/v1/audit?target=%00",
+        ("/api/v1/memories?owner=%00", "owner"),
+        ("/api/v1/memories?scope.task=a%00b", "scope.task"),
+        ("/api/v1/audit?target=%00", "target"),
     ],
 )
-def test_a_nul_character_in_the_url_is_a_400_not_a_database_error(world, path: str):
-    assert_problem(world.client("rita").get(path), 400)
+def test_a_nul_character_in_a_query_parameter_is_a_422_naming_it(world, path: str, member: str):
+    assert_problem(world.client("rita").get(path), 422, member)
 
 
 def test_a_nul_character_in_a_body_is_a_422_naming_the_member(world):

@@ -1,5 +1,6 @@
 """The dashboard's forms and links pass the same input boundary as the API: a NUL in a
-form field or the query string is a 400, never a 500, and nothing is decided."""
+form field is a 400, one in the query string a 422 naming the parameter, never a 500, and
+nothing is decided."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ def test_a_nul_in_a_form_field_is_a_400_and_decides_nothing(demo: Demo) -> None:
     assert AuditEvent.objects.count() == events
 
 
-def test_a_nul_in_a_dashboard_query_is_a_400(demo: Demo) -> None:
-    assert demo.client("rita").get("/entities/?q=Dana%00").status_code == 400
+def test_a_nul_in_a_dashboard_query_is_a_422_naming_the_parameter(demo: Demo) -> None:
+    response = demo.client("rita").get("/entities/?q=Dana%00")
+
+    assert response.status_code == 422
+    assert response.json()["errors"] == {"q": ["must not contain NUL characters"]}
 
 
 def test_a_page_number_that_is_not_ascii_digits_still_shows_a_page(demo: Demo) -> None:
