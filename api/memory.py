@@ -47,10 +47,6 @@ def _valid(serializer_class: type[serializers.Serializer[Any]], request: Request
     return answers.validated(serializer_class, request.data)
 
 
-def _memory_response(version: Any, status_code: int = 200) -> Response:
-    return _answer_response(answers.MemoryAnswer(memory_representation(version)), status_code)
-
-
 def _answer_response(answer: answers.MemoryAnswer, status_code: int = 200) -> Response:
     return Response(answer.body, status=status_code, headers={"ETag": answer.etag})
 
@@ -174,8 +170,7 @@ class MemoryCollectionView(MemgovAPIView):
                 request,
                 heads,
                 key="item_id",
-                represent=memory_representation,
-                keep=lambda version: selectors.version_visible(version, principal),
+                represent=lambda version: memory_representation(version, principal),
             )
         )
 
@@ -199,8 +194,10 @@ class MemoryDetailView(MemgovAPIView):
 class MemoryVersionsView(MemgovAPIView):
     @extend_schema(responses={200: MemoryOut(many=True)}, operation_id="memory_versions")
     def get(self, request: Request, memory_id: str) -> Response:
-        item = selectors.access_memory(self.principal(), memory_id)
-        return Response([memory_representation(v) for v in selectors.memory_versions(item)])
+        principal = self.principal()
+        item = selectors.access_memory(principal, memory_id)
+        versions = selectors.memory_versions(item)
+        return Response([memory_representation(v, principal) for v in versions])
 
     @extend_schema(
         request=CorrectionInput,
@@ -219,6 +216,9 @@ class MemoryVersionsView(MemgovAPIView):
 class MemoryVersionDetailView(MemgovAPIView):
     @extend_schema(responses={200: MemoryOut}, operation_id="memory_version_get")
     def get(self, request: Request, memory_id: str, number: int) -> Response:
-        item = selectors.access_memory(self.principal(), memory_id)
+        principal = self.principal()
+        item = selectors.access_memory(principal, memory_id)
         version = selectors.memory_version(item, number)
-        return Response(memory_representation(version), headers={"ETag": f'"{version.number}"'})
+        return Response(
+            memory_representation(version, principal), headers={"ETag": f'"{version.number}"'}
+        )

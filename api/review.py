@@ -11,10 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.memory import _memory_response, _valid
+from api.memory import _answer_response, _valid
 from api.openapi import REQUEST_EXAMPLES, CheckOut, MemoryOut, RetiredOut, ScenarioOut, SourceOut
 from approvals import services
 from approvals.models import CheckResult
+from contract import answers
 from contract.serializers import LabelListField, ScenarioInput, StrictInput
 from core.times import iso
 from memory import selectors
@@ -46,8 +47,7 @@ class NoInput(StrictInput):
 
 
 def _head(view: MemgovAPIView, memory_id: str) -> Response:
-    item = selectors.access_memory(view.principal(), memory_id)
-    return _memory_response(selectors.memory_head(item))
+    return _answer_response(answers.memory_head_answer(view.principal(), memory_id))
 
 
 class ApproveView(MemgovAPIView):

@@ -358,25 +358,39 @@ def memory_clarify(
             _link(principal, item, version, entity)
             audited: dict[str, Any] = {"subject": entity.pk}
         else:
-            option = next((o for o in question.options if o["id"] == choice), None)
+            # Only what the chooser may see can be chosen: another option is unknown to them.
+            readable = clarifications.readable_options(principal, question.options)
+            option = next((o for o in readable if o.body["id"] == choice), None)
             if option is None:
-                ids = ", ".join(o["id"] for o in question.options)
+                ids = ", ".join(o.body["id"] for o in readable) or "none you may see"
                 raise InvalidContent({"choice": [f"must be one of the options: {ids}"]})
+            value = option.body["value"]
             errors = rules.Errors()
             definition = catalog.definitions_for(version.tenant_id, {version.field})
             catalog.check_proposal(
                 definition.get(version.field),
                 kind=version.kind,
-                value=option["value"],
+                value=value,
                 scope=version.scope,
                 errors=errors,
             )
-            check_value_references(version.tenant, option["value"], errors)
+            check_value_references(version.tenant, value, errors)
+            if option.origin is not None:
+                _narrow_to_origin(version, option.origin, errors)
             errors.raise_if_any()
-            MemoryVersion.objects.filter(pk=version.pk).update(value=option["value"])
-            version.value = option["value"]
+            version.value = value
+            MemoryVersion.objects.filter(pk=version.pk).update(
+                value=value,
+                visibility=version.visibility,
+                required_visibility=version.required_visibility,
+                source_ids=version.source_ids,
+            )
+            if option.origin is not None:
+                version.sources.add(*option.origin.sources.all())
             record_value_references(version)
-            audited = {"value_sha256": digest(option["value"])}
+            audited = {"value_sha256": digest(value)}
+            if option.origin is not None:
+                audited["copied_from"] = f"{option.origin.item_id} v{option.origin.number}"
             if clarifications.settle(version, question.member, choice, principal.name):
                 _released(principal, version, f"value clarified as {choice}")
         audit_append(
@@ -388,6 +402,28 @@ def memory_clarify(
             data={"version": version.number, "member": question.member, **audited},
         )
     return version
+
+
+def _narrow_to_origin(version: MemoryVersion, origin: MemoryVersion, errors: rules.Errors) -> None:
+    """A value copied from another memory brings that memory's basis along: its sources
+    are cited and its own labels kept, so the new version is never readable by more
+    people than the one it copied (and a revoked source retires both)."""
+    if list(origin.visibility) != ["*"]:
+        own = list(version.visibility)
+        narrowed = (
+            list(origin.visibility) if own == ["*"] else sorted(set(own) & set(origin.visibility))
+        )
+        if not narrowed:
+            errors.add(
+                "choice",
+                f"that value is visible to {', '.join(origin.visibility)} and this memory to "
+                f"{', '.join(own)}: no one could see the result; propose it again instead",
+            )
+            return
+        version.visibility = narrowed
+    version.source_ids = list(dict.fromkeys([*version.source_ids, *origin.source_ids]))
+    labels = dict(Source.objects.filter(pk__in=version.source_ids).values_list("pk", "visibility"))
+    version.required_visibility = _required_visibility(version, labels)
 
 
 def source_revoke(*, principal: Principal, source: Source, reason: str) -> list[str]:
@@ -475,6 +511,9 @@ def source_visibility_change(
     if not has_tenant_permission(principal, "retire_memory"):
         raise Forbidden(VISIBILITY_REFUSAL)
     labels = sorted(dict.fromkeys(visibility))
+    errors = rules.Errors()
+    rules.check_labels(principal.tenant, labels, errors)
+    errors.raise_if_any()
     with transaction.atomic(durable=True):
         locked = Source.objects.select_for_update(no_key=True).get(pk=source.pk)
         before = list(locked.visibility)

@@ -63,7 +63,7 @@ def entity_matched(principal: Principal, data: Any) -> dict[str, Any]:
 
 def memory_head_answer(principal: Principal, memory_id: str) -> MemoryAnswer:
     item = selectors.access_memory(principal, memory_id)
-    return MemoryAnswer(memory_representation(selectors.memory_head(item)))
+    return MemoryAnswer(memory_representation(selectors.memory_head(item), principal))
 
 
 def memory_proposed(principal: Principal, data: Any) -> MemoryAnswer:

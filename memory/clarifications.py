@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from audit.chain import canonical_json
@@ -40,6 +41,7 @@ REFERENTS = frozenset(
     }
 )
 MAX_OPTIONS = 20
+PUBLIC_MEMBERS = ("id", "label", "value", "memory_id")  # what docs/api.md shows of an option
 
 
 def referent(value: Any) -> str | None:
@@ -71,19 +73,20 @@ def value_options(
     options: list[dict[str, Any]] = []
     seen: set[str] = set()
 
-    def add(value: Any, label: str, memory_id: str | None) -> None:
+    def add(value: Any, label: str, origin: MemoryVersion | None) -> None:
         key = canonical_json(value)
         if key in seen or len(options) >= MAX_OPTIONS:
             return
         seen.add(key)
-        options.append(
-            {
-                "id": f"opt_{len(options) + 1}",
-                "label": label,
-                "value": value,
-                "memory_id": memory_id,
-            }
-        )
+        option = {
+            "id": f"opt_{len(options) + 1}",
+            "label": label,
+            "value": value,
+            "memory_id": origin.item_id if origin else None,
+        }
+        if origin is not None:
+            option["version"] = origin.number  # where the value came from; never shown
+        options.append(option)
 
     if subject_id is not None:
         in_use = MemoryVersion.objects.filter(
@@ -93,10 +96,63 @@ def value_options(
             if version_visible(version, principal):
                 scope = ", ".join(f"{d}={v}" for d, v in sorted(version.scope.items()))
                 where = f" [{scope}]" if scope else ""
-                add(version.value, f"{version.statement}{where}", version.item_id)
+                add(version.value, f"{version.statement}{where}", version)
     for option in given:
         add(option["value"], str(option.get("label") or option["value"]), None)
     return options
+
+
+@dataclass(frozen=True)
+class Option:
+    """A value option as a reader may be shown it, with the version its value came from
+    (None for one the proposer offered in words)."""
+
+    body: dict[str, Any]
+    origin: MemoryVersion | None
+
+
+def readable_options(reader: Principal, options: Sequence[Mapping[str, Any]]) -> list[Option]:
+    """The options this reader may see, read against the memories' labels *now*: an option
+    copied from a memory is shown only to who may see that version and its memory's head,
+    whoever asked the question and whatever has changed since (issue 42)."""
+    wanted = {o["memory_id"] for o in options if o.get("memory_id")}
+    versions: dict[str, dict[int, MemoryVersion]] = {}
+    heads: dict[str, int] = {}
+    if wanted:
+        rows = MemoryVersion.objects.filter(tenant=reader.tenant, item_id__in=wanted).annotate(
+            head=F("item__head_version")
+        )
+        for row in rows.defer("statement", "basis"):
+            versions.setdefault(row.item_id, {})[row.number] = row
+            heads[row.item_id] = row.head
+    shown: list[Option] = []
+    for option in options:
+        body = {key: option.get(key) for key in PUBLIC_MEMBERS}
+        memory_id = option.get("memory_id")
+        if not memory_id:
+            shown.append(Option(body, None))
+            continue
+        lineage = versions.get(memory_id, {})
+        origin = lineage.get(option.get("version") or _in_use(lineage))
+        head = lineage.get(heads.get(memory_id, 0))
+        if origin is None or head is None or origin.erased_at is not None:
+            continue
+        if version_visible(origin, reader) and version_visible(head, reader):
+            shown.append(Option(body, origin))
+    return shown
+
+
+def shown_options(reader: Principal, question: Clarification) -> list[dict[str, Any]]:
+    """A question's options as the reader may see them (entities for a subject question;
+    for a value question only the values the reader may see)."""
+    if question.member == Clarification.Member.SUBJECT:
+        return list(question.options)
+    return [option.body for option in readable_options(reader, question.options)]
+
+
+def _in_use(lineage: Mapping[int, MemoryVersion]) -> int:
+    """An option stored before options named their version: the lineage's active one."""
+    return next((n for n, v in lineage.items() if v.status == Status.ACTIVE), 0)
 
 
 def ask(
@@ -133,8 +189,11 @@ def open_questions(version: MemoryVersion) -> QuerySet[Clarification]:
     )
 
 
-def clarification_body(version: MemoryVersion, memory_id: str) -> dict[str, Any] | None:
-    """The first open question of a held version, or None (no query unless it is held)."""
+def clarification_body(
+    version: MemoryVersion, memory_id: str, reader: Principal
+) -> dict[str, Any] | None:
+    """The first open question of a held version as ``reader`` may see it, or None (no
+    query unless it is held)."""
     if version.status != Status.HELD_UNRESOLVED:
         return None
     questions = list(open_questions(version))
@@ -145,7 +204,7 @@ def clarification_body(version: MemoryVersion, memory_id: str) -> dict[str, Any]
         "member": first.member,
         "mention": first.mention,
         "question": first.question,
-        "options": first.options,
+        "options": shown_options(reader, first),
         "asked_at": iso(first.asked_at),
         "remaining": len(questions) - 1,
         "answer_with": f'POST /api/v1/memories/{memory_id}/clarify {{"choice": "<option id>"}}'

@@ -27,7 +27,8 @@ from core.principals import Principal
 from memory import resolution
 from memory.models import Entity, MemoryVersion, Status
 from memory.resolver import KIND_RANK, VERIFICATION_RANK
-from memory.selectors import current_policy, entity_match, match_decision, version_visible
+from memory.selectors import current_policy, entity_match, match_decision
+from memory.visibility import VisibleTo
 
 ESTIMATOR = (
     "memgov-estimate-v1: offline, no tokenizer; a word counts one token per 4 characters, "
@@ -289,7 +290,10 @@ def _pending_items(
     if not by_id:
         return []
     rows = MemoryVersion.objects.filter(
-        tenant=principal.tenant, subject_id__in=list(by_id), status__in=_PENDING
+        VisibleTo(principal),
+        tenant=principal.tenant,
+        subject_id__in=list(by_id),
+        status__in=_PENDING,
     ).only(
         "item_id",
         "number",
@@ -307,7 +311,7 @@ def _pending_items(
     items = []
     for version in rows.order_by("item_id", "number"):
         subject_id = str(version.subject_id)
-        if not _applies(version.scope, request.context) or not version_visible(version, principal):
+        if not _applies(version.scope, request.context):
             continue
         now = answered.get((subject_id, version.field))
         if now is not None and canonical_json(now["value"]) == canonical_json(version.value):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from core.principals import Principal
 from core.times import iso
 from memory.models import Entity, MemoryVersion, Status
 from memory.search import one_line
 from memory.selectors import versions_with_details
+from memory.visibility import VisibleTo
 
 MAX_MATCHES = 20
 
@@ -19,11 +20,18 @@ MAX_MATCHES = 20
 def proposals_of(
     principal: Principal, *, status: str | None, after: int | None, limit: int
 ) -> list[MemoryVersion]:
-    """Versions the caller proposed (as this agent, or as this person), oldest first."""
+    """Versions the caller proposed (as this agent, or as this person), oldest first: those
+    the caller may see now, as ``GET /memories/{id}`` would show them (the version and its
+    memory's head), not those it could see when it proposed them."""
     mine = Q(proposed_by=principal.name)
     if principal.user is not None:
         mine |= Q(proposer_user=principal.user)
-    versions = MemoryVersion.objects.filter(mine, tenant=principal.tenant)
+    head_visible = MemoryVersion.objects.filter(
+        VisibleTo(principal), item_id=OuterRef("item_id"), number=OuterRef("item__head_version")
+    )
+    versions = MemoryVersion.objects.filter(
+        mine, VisibleTo(principal), Exists(head_visible), tenant=principal.tenant
+    )
     if status:
         versions = versions.filter(status=status)
     if after is not None:

@@ -474,7 +474,8 @@ class Clarification(models.Model):
     member = models.CharField(max_length=10, choices=Member.choices)
     mention = models.CharField(max_length=200)
     question = models.TextField()
-    # [{"id": "ent_…" | "opt_1", "label": "…", "value": … (value options), "memory_id"}]
+    # [{"id": "ent_…" | "opt_1", "label": "…", "value": … (value options), "memory_id",
+    #   "version" (the number the value was copied from; not shown)}]
     options = models.JSONField(default=list)
     asked_at = models.DateTimeField()
     answered_at = models.DateTimeField(null=True, blank=True)

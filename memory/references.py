@@ -15,6 +15,7 @@ from core.principals import Principal
 from memory.entities import raise_erased, require_live
 from memory.models import Entity, EntityReference, MemoryVersion
 from memory.rules import Errors
+from memory.visibility import VisibleTo
 
 REFERENCE_KEY = "entity"
 
@@ -71,13 +72,14 @@ def record_value_references(version: MemoryVersion) -> None:
 
 def facts_about(principal: Principal, entity: Entity) -> QuerySet[MemoryVersion]:
     """The head version of each lineage whose subject is ``entity`` or whose head's value
-    references it: one record per fact, whichever way it concerns the entity. Visibility
-    is applied by the caller per row, as for the memory list."""
+    references it: one record per fact, whichever way it concerns the entity; only those
+    the principal may see (in SQL, as for the memory list)."""
     referencing = EntityReference.objects.filter(tenant=principal.tenant, entity=entity).values(
         "version_id"
     )
     return MemoryVersion.objects.filter(
         Q(subject=entity) | Q(pk__in=referencing),
+        VisibleTo(principal),
         tenant=principal.tenant,
         number=F("item__head_version"),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.principals import Principal
 from core.times import iso
 from memory.clarifications import clarification_body
 from memory.models import Entity, MemoryVersion, Source, Status
@@ -65,7 +66,9 @@ def checks_summary(version: MemoryVersion) -> dict[str, Any]:
     }
 
 
-def memory_representation(version: MemoryVersion) -> dict[str, Any]:
+def memory_representation(version: MemoryVersion, reader: Principal) -> dict[str, Any]:
+    """A version as ``reader`` may see it (the version itself was already found visible;
+    what it copies from other memories, such as value options, is filtered here)."""
     item = version.item
     return {
         "id": version.item_id,
@@ -106,5 +109,5 @@ def memory_representation(version: MemoryVersion) -> dict[str, Any]:
         "approvals_required": version.approvals_required,
         "checks": checks_summary(version),
         # A held proposal's open question (subject or value unclear); no query otherwise.
-        "needs_clarification": clarification_body(version, version.item_id),
+        "needs_clarification": clarification_body(version, version.item_id, reader),
     }

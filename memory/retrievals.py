@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from core.principals import Principal
 from core.times import iso
 from memory.models import MemoryVersion, RetrievalRecord, RetrievalUse, TaskFlag
-from memory.selectors import version_visible
+from memory.visibility import VisibleTo
 
 
 def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
@@ -27,8 +27,8 @@ def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
     versions = {
         (v.item_id, v.number): v
         for v in MemoryVersion.objects.filter(
-            tenant=principal.tenant, item_id__in={u.item_id for _, u in uses}
-        ).only("item_id", "number", "status", "required_visibility")
+            VisibleTo(principal), tenant=principal.tenant, item_id__in={u.item_id for _, u in uses}
+        ).only("item_id", "number", "status")
     }
     flags = list(
         TaskFlag.objects.filter(tenant=principal.tenant, task_id=task_id).order_by("at", "pk")
@@ -37,8 +37,7 @@ def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
     def visible(item_id: str, number: int) -> bool:
         # Another principal may ask about the same task: what it may not see is left out,
         # as resolve leaves it out (a flag still counts for needs_reverification).
-        version = versions.get((item_id, number))
-        return version is not None and version_visible(version, principal)
+        return (item_id, number) in versions
 
     uses = [(r, u) for r, u in uses if visible(u.item_id, u.version_number)]
     return {

@@ -26,6 +26,7 @@ from core.principals import Principal
 from core.sql import bound_on_server
 from memory import fulltext
 from memory.models import OPEN_STATUSES, EntityReference, Status
+from memory.visibility import allowed_labels, visible_sql
 
 # Statuses searched unless ``status`` is given: what is in use or may become so.
 DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)
@@ -104,11 +105,6 @@ def _backend() -> _Backend:
 def one_line(text: str | None) -> str:
     line = " ".join((text or "").split())
     return line if len(line) <= LINE else line[: LINE - 1].rstrip() + "…"
-
-
-def _labels(labels: Iterable[str]) -> list[str]:
-    """The caller's labels and ``*``: a label set is satisfied by either (core.principals)."""
-    return sorted({*labels, "*"})
 
 
 def _fraction(rank: float) -> float:
@@ -323,13 +319,9 @@ class _Postgres(_Backend):
         named: dict[str, Candidate],
     ) -> list[Candidate]:
         doc = fulltext.VERSION_DOCUMENT
-        where = (
-            "v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL "
-            # Visible: every required label set holds "*" or one of the caller's labels.
-            "AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v.required_visibility) req "
-            "WHERE NOT (req.value ?| %s::text[]))"
-        )
-        params: list[Any] = [tenant, list(query.statuses), _labels(labels)]
+        visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
+        where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
+        params: list[Any] = [tenant, list(query.statuses), *visible_params]
         kind, kind_params = _narrowing(tenant, dataclasses.replace(query, subject=None))
         text = f"{where}{kind} AND {doc} @@ websearch_to_tsquery('english', %s)"
         text_params = [*params, *kind_params, query.q]
@@ -405,7 +397,7 @@ class _Postgres(_Backend):
             f"AND {doc} @@ query LIMIT %s) hit "
             "JOIN memory_source s ON s.id = hit.id, websearch_to_tsquery('english', %s) query "
             "ORDER BY 6 DESC, s.id LIMIT %s",
-            [q, tenant, _labels(labels), SCAN, q, RANKED],
+            [q, tenant, allowed_labels(labels), SCAN, q, RANKED],
         )
         return _source_candidates(rows)
 
@@ -491,13 +483,12 @@ class _Sqlite(_Backend):
         query: SearchQuery,
         named: dict[str, Candidate],
     ) -> list[Candidate]:
-        allowed = _labels(labels)
+        visible, visible_params = visible_sql("v.required_visibility", labels, "sqlite")
         where = (
-            f"v.tenant_id = %s AND v.status IN ({_in(query.statuses)}) AND v.erased_at IS NULL "  # noqa: S608 - constant SQL, bound values
-            "AND NOT EXISTS (SELECT 1 FROM json_each(v.required_visibility) req WHERE NOT EXISTS "
-            f"(SELECT 1 FROM json_each(req.value) label WHERE label.value IN ({_in(allowed)})))"
+            f"v.tenant_id = %s AND v.status IN ({_in(query.statuses)}) AND v.erased_at IS NULL "
+            f"AND {visible}"
         )
-        params: list[Any] = [tenant, *query.statuses, *allowed]
+        params: list[Any] = [tenant, *query.statuses, *visible_params]
         narrow, narrow_params = _narrowing(tenant, query)
         where += narrow
         params += narrow_params
@@ -536,7 +527,7 @@ class _Sqlite(_Backend):
         match = fts5_query(q)
         if not match:
             return []
-        allowed = _labels(labels)
+        allowed = allowed_labels(labels)
         rows = _rows(
             "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, "  # noqa: S608 - constant SQL, bound values
             "-bm25(memory_source_fts) FROM memory_source_fts "

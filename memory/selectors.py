@@ -19,6 +19,7 @@ from core.models import Tenant
 from core.principals import Principal, can_see
 from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status
 from memory.resolver import Policy as ResolverPolicy
+from memory.visibility import VisibleTo
 
 
 def version_visible(version: MemoryVersion, principal: Principal) -> bool:
@@ -115,9 +116,11 @@ class MemoryFilters:
 
 
 def memory_heads(principal: Principal, filters: MemoryFilters) -> QuerySet[MemoryVersion]:
-    """Head versions of the tenant's lineages; visibility is applied by the caller per row
-    (labels are sets of sets, which SQL cannot test portably)."""
-    heads = MemoryVersion.objects.filter(tenant=principal.tenant, number=F("item__head_version"))
+    """Head versions of the tenant's lineages that the principal may see (in SQL, so the
+    time a listing takes tells nothing of the rows it hides)."""
+    heads = MemoryVersion.objects.filter(
+        VisibleTo(principal), tenant=principal.tenant, number=F("item__head_version")
+    )
     conditions = Q()
     if filters.subject:
         conditions &= Q(subject_id=filters.subject)
