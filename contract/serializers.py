@@ -21,6 +21,7 @@ from core.kinds import MemoryKind
 from memory.models import Assertion, Scenario, Source
 
 MAX_CONTENT_CHARS = 32 * 1024
+MAX_LABELS = 32  # labels on one key, source or memory: more is a mistake, not a policy
 _CALLER_MAY_NOT_SET = ("verification", "status", "activated_at", "deactivated_at", "recorded_at")
 
 # The JSON type each kind of field takes (the first match wins: a RegexField is a
@@ -132,6 +133,10 @@ def _has_zone(text: str) -> bool:
 
 class LabelListField(serializers.ListField):
     child = serializers.CharField(max_length=100, allow_blank=False)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", MAX_LABELS)
+        super().__init__(**kwargs)
 
 
 class SourceInput(StrictInput):

@@ -72,6 +72,7 @@ def _validated_content(
     rules.check_expiry(kind, expires_at, now, errors)
     rules.check_validity(data.get("valid_from"), data.get("valid_to"), errors)
     rules.check_value(data.get("value"), errors)
+    rules.check_labels(principal.tenant, data.get("visibility") or [], errors)
     check_value_references(principal.tenant, data.get("value"), errors)
     catalog.check_proposal(
         definition,

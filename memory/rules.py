@@ -14,12 +14,13 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.db import connection
 
 from audit.chain import canonical_json
 from core import authority
 from core.errors import InvalidContent
 from core.kinds import MemoryKind
-from core.models import Tenant
+from core.models import ApiKey, Membership, Tenant
 from core.principals import Principal, can_see
 from memory.entities import raise_erased
 from memory.models import Entity, MemoryVersion, Source, Verification
@@ -47,6 +48,38 @@ class Errors:
     def raise_if_any(self) -> None:
         if self.found:
             raise InvalidContent(self.found)
+
+
+def check_labels(
+    tenant: Tenant, labels: Sequence[str], errors: Errors, member: str = "visibility"
+) -> None:
+    """Every label must be one some person, key or source of the tenant holds: a made-up
+    label makes a fact no one can see, which only costs every reader (issue 42)."""
+    wanted = {label for label in labels if label != "*"}
+    if not wanted:
+        return
+    held = Membership.objects.filter(tenant=tenant, user__is_active=True).values_list("labels")
+    keys = ApiKey.objects.filter(tenant=tenant, revoked_at__isnull=True).values_list("labels")
+    wanted -= {label for (row,) in [*held, *keys] for label in row}
+    if wanted:
+        wanted -= source_labels(tenant, wanted)
+    for label in sorted(wanted):
+        errors.add(member, f"no person, key or source of this tenant holds the label {label!r}")
+
+
+def source_labels(tenant: Tenant, labels: set[str]) -> set[str]:
+    """Which of ``labels`` some source of the tenant carries (read only for labels no
+    person or key holds)."""
+    column = "label" if connection.vendor == "postgresql" else "label.value"
+    each = "jsonb_array_elements_text" if connection.vendor == "postgresql" else "json_each"
+    marks = ", ".join(["%s"] * len(labels))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT {column} FROM memory_source s, {each}(s.visibility) label "  # noqa: S608 - constant SQL, bound values
+            f"WHERE s.tenant_id = %s AND {column} IN ({marks})",
+            [tenant.pk, *sorted(labels)],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def check_scope(kind: str, scope: Any, errors: Errors) -> None:

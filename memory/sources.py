@@ -10,11 +10,15 @@ from django.db import transaction
 from audit.chain import digest
 from audit.services import audit_append
 from core.principals import Principal
+from memory import rules
 from memory.models import Source
 
 
 def source_record(*, principal: Principal, data: Mapping[str, Any]) -> Source:
     content = data["content"]
+    errors = rules.Errors()
+    rules.check_labels(principal.tenant, data.get("visibility") or [], errors)
+    errors.raise_if_any()
     with transaction.atomic(durable=True):
         source = Source.objects.create(
             tenant=principal.tenant,

@@ -28,6 +28,7 @@ from core.principals import Principal
 from memory import tenancy
 from memory.grants import permission_grant
 
+RESTRICTED_LABELS = ["finance", "hr", "legal", "support", "x"]
 ALL_PERMISSIONS = [
     "review_task_fact",
     "review_enterprise_rule",
@@ -139,6 +140,9 @@ def world(db: Any) -> World:
         "zed": _user(other, "zed", ALL_PERMISSIONS),
     }
     keys = {"agent": tenancy.api_key_create(tenant=tenant, agent_name="bot", labels=["staff"])[1]}
+    # The tenant's records system holds the restricted labels the stories use: a label no
+    # person, key or source holds is refused (issue 42), and some reader must exist.
+    tenancy.api_key_create(tenant=tenant, agent_name="records", labels=RESTRICTED_LABELS)
     for name, user in users.items():
         owner_tenant = other if name == "zed" else tenant
         keys[name] = tenancy.api_key_create(tenant=owner_tenant, user=user, labels=["staff"])[1]
