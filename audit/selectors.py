@@ -78,7 +78,8 @@ def audit_verify(*, tenant: Tenant) -> ChainVerification:
     An unkeyed event after that point (written by the previous release during the rollout
     that brought keying) is accepted only once a keyed event follows and binds it. An event
     whose key is not configured cannot be checked: it is named in ``missing_key_ids`` and
-    the chain is not ``ok``, but that alone is no evidence of tampering."""
+    the chain is not ``ok``; that is tampering only if the key id was never configured
+    (which the operator knows, not the database)."""
     keys = keyring()
     head = AuditChainHead.objects.filter(tenant=tenant).first()
     if head is None:
