@@ -5,7 +5,11 @@ the subject (``lifecycle.end_use_of_subject``, ``end_use`` for all lineages at o
 audited transition per version, tasks flagged, the cache generation bumped in the
 transaction and in Redis after commit, so no resolve returns them once the 202 is out),
 turns the name and aliases into a tombstone, records an ``Erasure`` row and asks,
-through the outbox, for ``erasure_continue`` to run in a worker.
+through the outbox, for ``erasure_continue`` to run in a worker. What needs her names is
+done there too, since the tombstone ends them (``memory.erasure_copies``): lineages never
+linked to a subject whose mention names her are linked to her first, so that they are
+retired and purged as hers and the sources they cite count as hers; the sources cited only
+as evidence of her aliases are purged; stored replays quoting her names are deleted.
 
 ``erasure_continue`` works in phases, each batch in its own transaction: the ``Erasure``
 row is locked, the batch changes rows that still need it (``erased_at IS NULL``, content
@@ -16,6 +20,9 @@ the counts are exact after any crash and restart.
 
 Phases:
 
+- ``copies``: the options of other proposals' questions that carry her (her entity as a
+  candidate subject, a value from one of her memories, one of her values given again) are
+  taken out of their question; it runs first, while her values are still there to match.
 - ``versions``: every version's ``value``, ``statement``, ``basis`` and status reason are
   replaced by nothing and ``erased_at`` set (also of versions of other subjects whose value
   references this one: ``memory.references``; their items were retired at the start);
@@ -74,7 +81,7 @@ from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
-from memory import cache, events, generations
+from memory import cache, erasure_copies, events, generations
 from memory.lifecycle import IN_USE_OR_OPEN, end_use, end_use_of_subject, locked_versions
 from memory.models import (
     Clarification,
@@ -95,14 +102,24 @@ from memory.selectors import access_entity
 logger = logging.getLogger(__name__)
 
 TOMBSTONE = "[erased]"
-MEMORY_PHASES = ("versions", "sources", "retrievals", "task_flags", "idempotency", "outbox")
+MEMORY_PHASES = (
+    "copies",
+    "versions",
+    "sources",
+    "retrievals",
+    "task_flags",
+    "idempotency",
+    "outbox",
+)
 LAST_PHASES = ("cache", "done")
 COUNTS = [
     "items_retired",
     "aliases",
+    "mentions",
     "versions",
     "scenarios",
     "clarifications",
+    "clarification_options",
     "sources_purged",
     "sources_kept",
     "retrieval_records",
@@ -192,9 +209,13 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
             reason=reason,
             name_sha256=digest(entity.name_normalized),
             counts=dict.fromkeys(COUNTS, 0),
+            phase=phases()[0],
             started_at=now,
             progress_at=now,
         )
+        # Her names are known only until the tombstone below: what needs them is done now.
+        names = erasure_copies.names_of(entity)
+        mentions = erasure_copies.link_mentions(entity, erasure_copies.mentions_of(entity, names))
         retired = end_use_of_subject(
             tenant_id=principal.tenant.pk,
             subject_id=entity.pk,
@@ -206,12 +227,26 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
         )
         retired += _end_use_of_referencing(erasure, entity, now)
         items = MemoryItem.objects.filter(tenant=principal.tenant, subject=entity)
+        evidence = erasure_copies.alias_sources_to_purge(entity)
+        purged = erasure_copies.purge_sources(evidence)
         aliases, _ = entity.aliases.all().delete()
         items.exclude(subject_mention="").update(subject_mention="")
         entity.name, entity.name_normalized, entity.external_ref = TOMBSTONE, "", ""
         entity.erased_at = now
         entity.save(update_fields=["name", "name_normalized", "external_ref", "erased_at"])
-        erasure.counts = {**erasure.counts, "items_retired": retired, "aliases": aliases}
+        # Replays quoting her names (or her aliases' evidence); those naming her ids, her
+        # items or her sources go in the ``idempotency`` phase.
+        replays, _ = IdempotencyRecord.objects.filter(
+            pk__in=erasure_copies.replays_naming(principal.tenant.pk, [*names, *evidence])
+        ).delete()
+        erasure.counts = {
+            **erasure.counts,
+            "items_retired": retired,
+            "aliases": aliases,
+            "mentions": len(mentions),
+            "sources_purged": purged,
+            "idempotency_records": replays,
+        }
         erasure.save(update_fields=["counts"])
         audit_append(
             tenant=principal.tenant,
@@ -224,6 +259,7 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
                 "reason_sha256": digest(reason),
                 "items_retired": retired,
                 "aliases": aliases,
+                "mentions": len(mentions),
             },
         )
         # No item may be left to bump (a subject with none): its answers end here too.
@@ -311,6 +347,50 @@ def _subject_versions(erasure: Erasure) -> QuerySet[MemoryVersion]:
     return MemoryVersion.objects.filter(
         Q(subject=erasure.subject) | Q(pk__in=referencing), tenant=erasure.tenant
     )
+
+
+def _strip_copies(erasure: Erasure) -> bool:
+    """Options of other proposals' questions that carry her: her entity offered as a
+    subject, a value taken from one of her memories (its ``memory_id``), or one of her
+    values given again. The option goes; the question stays for the rest. Runs before
+    ``versions``, while her values are still there to be recognized."""
+    size = batch_size()
+    mine = _subject_versions(erasure)
+    rows = list(
+        Clarification.objects.filter(tenant=erasure.tenant, pk__gt=int(erasure.cursor or 0))
+        .exclude(version__in=mine)
+        .exclude(options=[])
+        .order_by("pk")
+        .values_list("pk", "options")[:size]
+    )
+    if not rows:
+        return False
+    named = {i for _, options in rows for i in _IDS.findall(_as_text(options))}
+    items = {i for i in named if i.startswith("mem_")}
+    hers = set(
+        MemoryItem.objects.filter(pk__in=items)
+        .filter(Q(subject=erasure.subject) | Q(versions__in=mine))
+        .values_list("pk", flat=True)
+    )
+    values = erasure_copies.her_values(
+        mine.filter(erased_at__isnull=True).values_list("value", flat=True)
+    )
+    stripped = 0
+    for pk, options in rows:
+        kept = [
+            o
+            for o in options
+            if not isinstance(o, dict)
+            or not erasure_copies.copied(
+                o, entity_id=erasure.subject_id, items=hers, others=items - hers, values=values
+            )
+        ]
+        if len(kept) < len(options):
+            Clarification.objects.filter(pk=pk).update(options=kept)
+            stripped += len(options) - len(kept)
+    erasure.cursor = str(rows[-1][0])
+    erasure_count(erasure, clarification_options=stripped)
+    return len(rows) == size
 
 
 def _erase_versions(erasure: Erasure) -> bool:
@@ -597,6 +677,7 @@ def _finish(erasure: Erasure) -> None:
 
 
 _STEPS: dict[str, Step] = {
+    "copies": _strip_copies,
     "versions": _erase_versions,
     "sources": _purge_sources,
     "retrievals": _delete_retrievals,

@@ -126,10 +126,12 @@ def test_after_an_erasure_nothing_about_her_is_left_anywhere_and_the_chain_verif
     assert job["counts"] == {
         "items_retired": 3,
         "aliases": 1,
+        "mentions": 0,
         "versions": 5,
         "approval_comments": 2,
         "scenarios": 1,
         "clarifications": 0,
+        "clarification_options": 0,
         "check_results": job["counts"]["check_results"],
         "sources_purged": 3,
         "sources_kept": 1,
