@@ -1,6 +1,7 @@
-"""``/mcp`` over streamable HTTP: the Host and the bearer key are checked on every HTTP
-request (a bad or revoked key gets the REST API's 401 problem before any MCP message is
-read), then the SDK's session manager answers.
+"""``/mcp`` over streamable HTTP: the Host, the path and method, and the bearer key are
+checked on every HTTP request (a bad or revoked key gets the REST API's 401 problem before
+any MCP message is read; another path under ``/mcp/`` a 404 problem, another method a
+405 one, as the API answers them), then the SDK's session manager answers.
 
 Stateless and JSON responses: each request stands alone, so any worker process of the
 server may answer any request of a session (no in-memory session to pin to one worker)."""
@@ -23,6 +24,10 @@ from starlette.types import Receive, Scope, Send
 from agent_mcp.calls import check_key
 from agent_mcp.server import build_server
 from config.problems import PROBLEM_CONTENT_TYPE, problem_body
+
+# The one endpoint (some clients add the slash) and the methods streamable HTTP uses.
+ENDPOINTS = ("/mcp", "/mcp/")
+METHODS = ("GET", "POST", "DELETE")
 
 
 def bearer_key(authorization: str | None) -> str | None:
@@ -68,6 +73,13 @@ class McpHttpApp:
         domain, _ = split_domain_port(headers.get("host", ""))
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
             await _problem(send, 400, "The request could not be understood.", {})
+            return
+        if scope["path"] not in ENDPOINTS:
+            await _problem(send, 404, f"No MCP endpoint at {scope['path']}.", {})
+            return
+        if scope["method"] not in METHODS:
+            detail = f"{scope['path']} answers {', '.join(METHODS)} only."
+            await _problem(send, 405, detail, {"Allow": ", ".join(METHODS)})
             return
         refused = await sync_to_async(check_key, thread_sensitive=True)(
             bearer_key(headers.get("authorization"))

@@ -34,8 +34,9 @@ urlpatterns = [
     ),
     # Browsers ask for /favicon.ico whatever the page says; answer instead of a 404.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
-    # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML).
-    re_path(r"^api/", problems.api_not_found),
+    # Unknown API paths answer problem+json even under DEBUG (Django's debug 404 is HTML),
+    # whatever the method (the view is CSRF-exempt); ``/api`` itself too, not a redirect.
+    re_path(r"^api(?:/|$)", problems.api_not_found),
     path("admin/", admin.site.urls),
     path("accounts/login/", security.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
