@@ -38,7 +38,7 @@ from memory import proposals
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
 from memory.representations import checks_summary
-from memory.selectors import access_source, memory_versions
+from memory.selectors import access_source, memory_versions, revocation_reach
 
 POLL_SECONDS = 2
 
@@ -216,6 +216,11 @@ def item_context(
         if oversight.has("view_audit")
         else None
     )
+    sources = _sources_in_order(head)
+    if can.revoke:  # what a revocation would end, listed before anyone confirms it
+        reach = revocation_reach(principal, [s.pk for s in sources])
+        for source in sources:
+            source.reach = reach[source.pk]
     return page_context(
         principal,
         item=item,
@@ -227,7 +232,7 @@ def item_context(
         versions=versions,
         timeline=lineage_timeline(versions, timezone.now()),
         changes=lineage_changes(versions),
-        sources=_sources_in_order(head),
+        sources=sources,
         approvals=list(head.approvals.all()),
         approvals_given=sum(1 for a in head.approvals.all() if a.decision == "approve"),
         checks=checks_summary(head),

@@ -17,7 +17,16 @@ from core import authority
 from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
-from memory.models import Alias, Entity, MemoryItem, MemoryVersion, Policy, Source, Status
+from memory.models import (
+    OPEN_STATUSES,
+    Alias,
+    Entity,
+    MemoryItem,
+    MemoryVersion,
+    Policy,
+    Source,
+    Status,
+)
 from memory.resolver import Policy as ResolverPolicy
 from memory.visibility import VisibleTo
 
@@ -238,3 +247,33 @@ def current_policy(tenant: Tenant) -> Policy:
 
 def resolver_policy(policy: Policy) -> ResolverPolicy:
     return ResolverPolicy.from_precedence(str(policy.version), policy.precedence)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What revoking a source would end: the versions in use or under review that cite it
+    and the reader may see, and how many more it may not (they end too)."""
+
+    shown: list[MemoryVersion]
+    hidden: int
+
+
+def revocation_reach(principal: Principal, source_ids: list[str]) -> dict[str, Reach]:
+    """Per source, the versions a revocation retires (``approvals.services.source_revoke``
+    ends every active or open version citing it), read before anyone confirms."""
+    citing = MemoryVersion.objects.filter(
+        tenant=principal.tenant,
+        sources__in=source_ids,
+        status__in=(Status.ACTIVE, *OPEN_STATUSES),
+    ).annotate(cited=F("sources"))
+    visible = {v.pk for v in citing.filter(VisibleTo(principal)).only("pk")}
+    found: dict[str, list[MemoryVersion]] = {pk: [] for pk in source_ids}
+    hidden = dict.fromkeys(source_ids, 0)
+    for version in citing.order_by("item_id", "number").only(
+        "item_id", "number", "statement", "status", "field"
+    ):
+        if version.pk in visible:
+            found[str(version.cited)].append(version)
+        else:
+            hidden[str(version.cited)] += 1
+    return {pk: Reach(found[pk], hidden[pk]) for pk in source_ids}
