@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -21,7 +22,7 @@ from approvals import checking, checks
 from approvals.checking import ACTOR
 from approvals.models import CheckResult, RevalidatedVersion, Revalidation
 from audit.services import audit_append
-from core.authority import has_tenant_permission, require_tenant_permission
+from core.authority import has_tenant_permission, require_tenant_permission, version_visible
 from core.kinds import OutboxKind
 from core.models import Tenant
 from core.outbox import outbox_write
@@ -29,7 +30,7 @@ from core.principals import Principal
 from memory import events
 from memory.lifecycle import bump_on_commit, flag_tasks, version_transition
 from memory.models import MemoryItem, MemoryVersion, Policy, Status
-from memory.policy import MANAGE_POLICY_REFUSAL, policy_record
+from memory.policy import MANAGE_POLICY_REFUSAL, policy_record, proposed_policy
 from memory.selectors import current_policy
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,48 @@ def policy_publish_and_revalidate(
         reason=f"policy {policy.version} published: {reason}",
     )
     return policy, job
+
+
+DRY_RUN_LIMIT = 2000  # active items checked in one request; a larger tenant is told
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What publishing a precedence would do to the items in use, before anyone does it."""
+
+    checked: int
+    total: int
+    suspends: bool  # the tenant's setting: suspend failing items, or only flag them
+    failing: list[tuple[MemoryVersion, list[str]]]  # those the caller may see: scenario names
+    hidden_failing: int
+
+
+def policy_dry_run(*, principal: Principal, precedence: Mapping[str, Any]) -> DryRun:
+    """Run every active item's checks under the proposed precedence, writing nothing: the
+    revalidation a publish would start, read ahead (issue 43)."""
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
+    policy = proposed_policy(precedence)
+    active = MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.ACTIVE)
+    versions = list(active.select_related("tenant").order_by("pk")[:DRY_RUN_LIMIT])
+    now = timezone.now()
+    failing: list[tuple[MemoryVersion, list[str]]] = []
+    hidden = 0
+    with checks.tenant_lookups(versions):
+        for version in versions:
+            failed = [o.spec.name for o in checks.run_all(version, policy, now) if not o.passed]
+            if not failed:
+                continue
+            if version_visible(version, principal):
+                failing.append((version, failed))
+            else:
+                hidden += 1
+    return DryRun(
+        checked=len(versions),
+        total=len(versions) if len(versions) < DRY_RUN_LIMIT else active.count(),
+        suspends=principal.tenant.revalidation_failure == Tenant.RevalidationFailure.SUSPEND,
+        failing=failing,
+        hidden_failing=hidden,
+    )
 
 
 @transaction.atomic(durable=True)

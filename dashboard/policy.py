@@ -10,7 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from approvals.models import Revalidation
-from approvals.revalidation import policy_publish_and_revalidate, revalidation_request
+from approvals.revalidation import (
+    DryRun,
+    policy_dry_run,
+    policy_publish_and_revalidate,
+    revalidation_request,
+)
 from core.authority import has_tenant_permission, require_tenant_permission
 from core.errors import DomainError, NotFound
 from core.principals import Principal
@@ -41,6 +46,7 @@ def _render(
     status: int = 200,
     policy_form: forms.Form | None = None,
     revalidate_form: forms.Form | None = None,
+    dry_run: DryRun | None = None,
 ) -> HttpResponse:
     policy = current_policy(principal.tenant)
     jobs = Revalidation.objects.filter(tenant=principal.tenant).order_by("-started_at", "-pk")
@@ -56,6 +62,7 @@ def _render(
             policy_form=policy_form or _form_for(policy),
             revalidate_form=revalidate_form or RevalidateForm(),
             poll_seconds=POLL_SECONDS,
+            dry_run=dry_run,
         ),
         status=status,
     )
@@ -93,6 +100,23 @@ def publish(request: HttpRequest, principal: Principal) -> HttpResponse:
         request, f"Policy {policy.version} published; every active item is being re-checked."
     )
     return redirect(reverse("dashboard:policy"))
+
+
+@require_POST
+@dashboard_view
+def dry_run(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """What publishing the form's precedence would fail or suspend, published or not."""
+    _require_manage_policy(principal)
+    form = PolicyForm(request.POST)
+    form.fields["reason"].required = False  # nothing is published, so nothing is audited
+    if not form.is_valid():
+        return _render(request, principal, status=422, policy_form=form)
+    try:
+        result = policy_dry_run(principal=principal, precedence=form.precedence())
+    except DomainError as exc:
+        form.add_error(None, exc.detail)
+        return _render(request, principal, status=exc.status, policy_form=form)
+    return _render(request, principal, policy_form=form, dry_run=result)
 
 
 @require_POST

@@ -47,6 +47,7 @@ urlpatterns = [
     path("fields/save/", fields.field_save, name="field-save"),
     path("policy/", policy.policy_page, name="policy"),
     path("policy/publish/", policy.publish, name="policy-publish"),
+    path("policy/dry-run/", policy.dry_run, name="policy-dry-run"),
     path("policy/revalidate/", policy.revalidate, name="policy-revalidate"),
     path(
         "policy/revalidations/<str:job_id>/",

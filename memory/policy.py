@@ -29,14 +29,21 @@ def policy_publish(*, principal: Principal, precedence: Mapping[str, Any], reaso
         return policy_record(principal=principal, precedence=precedence, reason=reason)
 
 
-def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
-    """Record a new policy version inside the caller's transaction, audited."""
-    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
+def proposed_policy(precedence: Mapping[str, Any]) -> ResolverPolicy:
+    """A precedence as the resolver would apply it, if it may be published (else a 422
+    naming ``precedence``): the one parse for publishing and for a dry run."""
     try:
         checked = ResolverPolicy.from_precedence("new", precedence)
         check_publishable(checked)
     except PolicyError as exc:
         raise InvalidContent({"precedence": [str(exc)]}) from exc
+    return checked
+
+
+def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason: str) -> Policy:
+    """Record a new policy version inside the caller's transaction, audited."""
+    require_tenant_permission(principal, "manage_policy", MANAGE_POLICY_REFUSAL)
+    checked = proposed_policy(precedence)
     Tenant.objects.select_for_update(no_key=True).get(pk=principal.tenant.pk)
     latest = Policy.objects.filter(tenant=principal.tenant).order_by("-version").first()
     policy = Policy.objects.create(
