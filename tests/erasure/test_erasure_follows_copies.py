@@ -14,6 +14,8 @@ nothing of hers. The audit chain verifies and holds ids and digests only (decisi
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,8 +82,14 @@ def found(flow: Flow, mcp: InProcess, q: str) -> list[dict[str, Any]]:
 
 
 def pg_dump() -> str:
+    """The whole test database as SQL text, as an operator's backup would hold it."""
+    tool = shutil.which("pg_dump")
+    if tool is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError("pg_dump is needed to prove the erasure")
+        pytest.skip("no pg_dump here")
     dumped = subprocess.run(  # noqa: S603 - fixed arguments, the test database's URL
-        ["pg_dump", "--no-owner", "--no-privileges", _test_database_url()],  # noqa: S607 - the test's own tool
+        [tool, "--no-owner", "--no-privileges", _test_database_url()],
         capture_output=True,
         text=True,
         check=True,
