@@ -2,30 +2,41 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two installs: what the demo and the production processes need (`make run`, `make prod`),
+# and on top of it the development tools (tests, linters, fuzzing, benchmarks, browsers):
+# a first `make run` leaves them out. Each stamp is redone when a pyproject.toml changes.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+# (The dev stamp keeps the name of the single stamp before them: existing venvs keep it.)
+DEV_STAMP := $(VENV)/.installed
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: run prod test lint venv demo clean bench fuzz lock
+.PHONY: run prod test lint venv dev-venv demo clean bench fuzz lock
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# [project] dependencies only, and the Python client. The client is its own package
+# (clients/python); pip cannot name it by a relative path inside pyproject.toml, so it is
+# installed here, editable. An existing virtualenv is kept (never made again over itself).
+$(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e . -e ./clients/python
+	touch $@
+
+# The dependency group `dev` of pyproject.toml (pip 25.1 reads groups), after the above.
+$(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
-	$(BIN)/python -m pip install --quiet -e . --group dev
-	# The Python client is its own package (clients/python); pip cannot name it by a
-	# relative path inside pyproject.toml, so it is installed here, editable.
-	$(BIN)/python -m pip install --quiet -e ./clients/python
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet --group dev
+	touch $@
 
-venv: $(STAMP)
+venv: $(RUNTIME_STAMP)
+dev-venv: $(DEV_STAMP)
 
 # Migrate SQLite (or DATABASE_URL), load the demo tenant, start web + worker + beat.
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/python scripts/run.py
 
 # Like the containers: DEBUG off, gunicorn + Celery workers + beat from deploy/Procfile, each
 # restarted if it exits (scripts/supervise.py), on DATABASE_URL and REDIS_URL (README,
 # Deploy). Ctrl-C stops them all.
-prod: $(STAMP)
+prod: $(RUNTIME_STAMP)
 	@test -n "$$DATABASE_URL" && test -n "$$REDIS_URL" && test -n "$$SECRET_KEY" \
 		&& test -n "$$EMAIL_URL" \
 		|| { echo "make prod needs DATABASE_URL, REDIS_URL, SECRET_KEY and EMAIL_URL" >&2; exit 2; }
@@ -40,11 +51,11 @@ prod: $(STAMP)
 # two share two cores well (tests/environment.py gives each its own Redis databases and
 # var directory). A file's tests stay together in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(DEV_STAMP)
 	@mkdir -p var
 	$(BIN)/python -m pytest -q --durations=30 -n $(PYTEST_WORKERS) --dist loadfile
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	SECRET_KEY=lint-only-secret EMAIL_URL=dummy:// $(BIN)/mypy .
@@ -53,10 +64,10 @@ lint: $(STAMP)
 	$(BIN)/python scripts/check_private_access.py
 
 # Schemathesis against a live server with agent and reviewer keys (scripts/fuzz.py).
-fuzz: $(STAMP)
+fuzz: $(DEV_STAMP)
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(BIN)/python scripts/fuzz.py
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.run_all
 
 # The image's dependencies, pinned with their hashes (deploy/Dockerfile installs from this
