@@ -10,6 +10,7 @@ for the retry."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -19,11 +20,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals import emails
-from approvals.explain import failure_for
+from approvals.explain import failure_for, ties_for
 from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
-from memory.models import Erasure, MemoryVersion, Status
+from memory import clarifications
+from memory.models import Clarification, Erasure, MemoryVersion, Status
 from memory.selectors import entity_match
 
 logger = logging.getLogger(__name__)
@@ -109,23 +111,50 @@ def notify_pending_review(version_id: int) -> int:
 
 
 def notify_held_mention(version_id: int) -> int:
-    """A mention matched no single entity: the reviewers who could decide the item are
-    told it needs a subject (once per version and person), with the entities it might be."""
+    """A proposal asks a question (which entity a mention means, or which value "there"
+    stands for): the reviewers who could decide the item are told the question, once per
+    version and person, with the answers each of them may see."""
     version = MemoryVersion.objects.select_related("item", "tenant").get(pk=version_id)
     if version.status != Status.HELD_UNRESOLVED:
         return 0
+    questions = list(clarifications.open_questions(version))
     mention = version.item.subject_mention
     sent = 0
     for user in reviewers_for(version):
         principal = principal_for_user(user)
-        candidates = (
-            [entity for entity, _ in entity_match(principal=principal, name=mention, kind=None)]
-            if principal is not None
-            else []
-        )
-        context = {"mention": mention, "candidates": candidates}
+        context: dict[str, Any] = {
+            "mention": mention,
+            "candidates": [],
+            "questions": [clarifications.in_words(q, version.field) for q in questions],
+            "value_question": None,
+            "value_options": [],
+        }
+        if principal is not None and mention:
+            context["candidates"] = [
+                entity for entity, _ in entity_match(principal=principal, name=mention, kind=None)
+            ]
+        value = next((q for q in questions if q.member == Clarification.Member.VALUE), None)
+        if value is not None:
+            context["value_question"] = clarifications.in_words(value, version.field)
+            context["value_mention"] = value.mention
+            if principal is not None:
+                context["value_options"] = [
+                    _option_words(option)
+                    for option in clarifications.readable_options(principal, value.options)
+                ]
         sent += _tell(user, _keyed("held", [version]), ("held_mention", "held_mention"), context)
     return sent
+
+
+def _option_words(option: clarifications.Option) -> str:
+    """ "“4 Dock Road” (from “Order order-a goes to Dana's office”)": a value this reader
+    may see, and where it comes from."""
+    value = option.body["value"]
+    said = f"“{value}”" if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if option.origin is not None:
+        return f"{said} (from “{option.origin.statement}”)"
+    label = str(option.body.get("label") or "")
+    return f"{said} ({label})" if label and label != value else said
 
 
 def notify_checks_failed(version_id: int) -> int:
@@ -145,10 +174,13 @@ def notify_checks_failed(version_id: int) -> int:
     for user in people.values():
         if not user.email or not user.is_active:  # a deactivated person gets no email
             continue
+        reader = principal_for_user(user)
         context = {
-            "why": failure_for(principal_for_user(user), version),
+            "why": failure_for(reader, version),
             "approved": user.pk in approved,
             "owns": user.pk == version.owner_id,
+            # A tie is fixed by replacing or retiring the older memory, not by a correction.
+            "ties_with": ties_for(reader, version),
         }
         sent += _tell(user, _keyed("checks_failed", [version]), ("checks_failed",) * 2, context)
     return sent

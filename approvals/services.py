@@ -5,13 +5,14 @@ event in one transaction. The proposer never counts; agents never decide (docs/d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.models import Approval
+from approvals.models import Approval, ScenarioRemoval
 from audit.chain import digest
 from audit.services import audit_append
 from core.authority import (
@@ -19,10 +20,11 @@ from core.authority import (
     Authority,
     has_tenant_permission,
     is_proposer,
+    may_change_scenarios,
     may_clarify,
     may_review,
 )
-from core.errors import Conflict, Forbidden, InvalidContent
+from core.errors import Conflict, Forbidden, InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import catalog, clarifications, events, rules
@@ -138,15 +140,26 @@ def _approve(principal: Principal, version: MemoryVersion, comment: str) -> Memo
     return version
 
 
+REJECTABLE = (Status.PENDING_REVIEW, Status.CHECKS_FAILED)
+
+
 def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> MemoryVersion:
+    """Reject a version under review, or one whose checks failed (issue 43: a failure
+    caused by a wrong scenario must not leave the reviewer without a way to end it)."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
         _check_reviewer(principal, version, "reject")
-        if version.status != Status.PENDING_REVIEW:
+        if version.status not in REJECTABLE:
             raise Conflict(
-                f"Only a pending_review version can be rejected; this is {version.status}."
+                "Only a pending_review version or one whose checks failed can be rejected; "
+                f"this is {version.status}."
             )
-        _record_decision(principal, version, Approval.Decision.REJECT, reason)
+        # A reviewer who approved before the checks failed rejects it now: the approval
+        # stays as given, and the rejection is the transition (audited with its reason).
+        if not version.approvals.filter(reviewer=principal.user).exists():
+            _record_decision(principal, version, Approval.Decision.REJECT, reason)
+        elif version.status == Status.PENDING_REVIEW:
+            raise Conflict("You have already decided on this version.")
         version_transition(version=version, to=Status.REJECTED, actor=principal.name, reason=reason)
         # A rejected correction no longer makes the active version pending_correction.
         bump_on_commit([version])
@@ -247,7 +260,7 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
     an item out of use, so nobody else may add one."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
-        if not (is_proposer(principal, version) or may_review(principal, version)):
+        if not may_change_scenarios(principal, version):
             raise Forbidden("Only the proposer or a reviewer of this memory may add scenarios.")
         if version.status not in OPEN_STATUSES:
             raise Conflict(
@@ -276,6 +289,57 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
         )
         after_scenario_added(version)
     return scenario
+
+
+def scenario_remove(
+    *, principal: Principal, item: MemoryItem, scenario_id: int, reason: str
+) -> ScenarioRemoval:
+    """Take a custom scenario out before activation (issue 43): by the proposer or a
+    reviewer of the item, with a reason, audited. The scenario stays as written; no check
+    asks it again, and a correction no longer starts from it. The preview reruns without
+    it; a version whose checks failed is rechecked or rejected as before."""
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        scenario = (
+            Scenario.objects.select_for_update(of=("self",))
+            .select_related("version")
+            .filter(pk=scenario_id, version__item=item, version__number__lte=version.number)
+            .first()
+        )
+        if scenario is None:
+            raise NotFound("This memory has no such scenario.")
+        if not may_change_scenarios(principal, version):
+            raise Forbidden("Only the proposer or a reviewer of this memory may remove scenarios.")
+        if version.status not in OPEN_STATUSES or scenario.version.activated_at is not None:
+            raise Conflict(
+                "A scenario can be removed only before activation; "
+                f"this memory is {version.status}."
+            )
+        if ScenarioRemoval.objects.filter(scenario=scenario).exists():
+            raise Conflict("This scenario was already removed.")
+        removal = ScenarioRemoval.objects.create(
+            scenario=scenario,
+            removed_by=principal.name,
+            reason=reason,
+            removed_at=timezone.now(),
+        )
+        audit_append(
+            tenant=version.tenant,
+            actor=principal.name,
+            action="memory.scenario_removed",
+            target_type="memory",
+            target_id=version.item_id,
+            data={
+                "version": version.number,
+                "scenario": scenario.pk,
+                "kind": scenario.kind,
+                "expect": scenario.expect,
+                "reason_sha256": digest(reason),
+            },
+        )
+        # Without it the preview may say something else: run it again, as for a new one.
+        after_scenario_added(version)
+    return removal
 
 
 def memory_link_subject(
@@ -325,15 +389,43 @@ def _link(principal: Principal, item: MemoryItem, version: MemoryVersion, entity
     MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
     version.subject = entity
     if clarifications.settle(version, Clarification.Member.SUBJECT, entity.pk, principal.name):
-        _released(principal, version, f"subject linked to {entity.pk}", subject=entity.pk)
+        _released(
+            principal,
+            version,
+            f"subject linked to {entity.name}",
+            event_reason=f"subject linked to {entity.pk}",
+            subject=entity.pk,
+        )
 
 
-def _released(principal: Principal, version: MemoryVersion, reason: str, **audit: Any) -> None:
+def _released(
+    principal: Principal, version: MemoryVersion, reason: str, *, event_reason: str, **audit: Any
+) -> None:
     """Nothing about the held version is unclear any more: it enters review (or, for a
-    preference, its checks)."""
+    preference, its checks). ``reason`` is in words for whoever may read the version;
+    the webhooks' ``event_reason`` names ids only."""
     to = Status.CHECKING if version.kind == MemoryKind.PREFERENCE else Status.PENDING_REVIEW
-    version_transition(version=version, to=to, actor=principal.name, reason=reason, **audit)
+    version_transition(
+        version=version,
+        to=to,
+        actor=principal.name,
+        reason=reason,
+        event_reason=event_reason,
+        **audit,
+    )
     after_version_recorded(version)
+
+
+def _clarified_reason(option: clarifications.Option) -> str:
+    """What was chosen, in words: the value and the memory it was copied from (both
+    readable by whoever may read this version, whose labels now include the origin's),
+    or the label the proposer gave it."""
+    value = option.body["value"]
+    said = f"“{value}”" if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if option.origin is not None:
+        return f"value clarified: {said}, from “{option.origin.statement}”"
+    label = str(option.body.get("label") or "")
+    return f"value clarified: {said}" + (f" ({label})" if label and label != value else "")
 
 
 def memory_clarify(
@@ -392,7 +484,14 @@ def memory_clarify(
             if option.origin is not None:
                 audited["copied_from"] = f"{option.origin.item_id} v{option.origin.number}"
             if clarifications.settle(version, question.member, choice, principal.name):
-                _released(principal, version, f"value clarified as {choice}")
+                copied = audited.get("copied_from")
+                _released(
+                    principal,
+                    version,
+                    _clarified_reason(option),
+                    event_reason=f"value clarified as {choice}"
+                    + (f" (copied from {copied})" if copied else ""),
+                )
         audit_append(
             tenant=version.tenant,
             actor=principal.name,

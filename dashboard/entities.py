@@ -3,7 +3,7 @@ to one entity (ambiguous mentions are never merged automatically)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -13,11 +13,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from approvals import services
 from core.authority import Authority
-from core.errors import DomainError, NotFound
+from core.errors import DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices, openable_counts
-from dashboard.forms import LinkSubjectForm
+from dashboard.forms import LinkSubjectForm, add_errors
 from dashboard.linking import link_confirmation, link_effect, linked_message
 from memory.models import Entity, MemoryVersion, Status
 from memory.selectors import entity_list, entity_match
@@ -29,6 +29,7 @@ ENTITY_PAGE = 200
 class HeldItem:
     version: MemoryVersion
     candidates: list[tuple[Entity, str]]
+    form: LinkSubjectForm | None = None  # as posted, when its link was just refused
 
     @property
     def effect(self) -> str:
@@ -51,6 +52,8 @@ def held_items(principal: Principal) -> list[HeldItem]:
     for version in held:
         if version.number != version.item.head_version or not oversight.sees(version):
             continue
+        if version.item.subject_id is not None:
+            continue  # it asks which value it means, not who: answered on its own page
         if not oversight.may_review(version):
             continue
         mention = version.item.subject_mention
@@ -58,7 +61,15 @@ def held_items(principal: Principal) -> list[HeldItem]:
     return rows
 
 
-def _render(request: HttpRequest, principal: Principal, status: int = 200) -> HttpResponse:
+def _render(
+    request: HttpRequest,
+    principal: Principal,
+    status: int = 200,
+    *,
+    failed: tuple[str, LinkSubjectForm] | None = None,
+) -> HttpResponse:
+    """``failed``: the memory whose link was refused and the form as posted, so the page
+    shows the refusal beside that memory's field with the chosen entity still chosen."""
     q = request.GET.get("q", "").strip()
     entities = list(entity_list(principal, q).order_by("name", "pk")[:ENTITY_PAGE])
     counts = openable_counts(principal, [e.pk for e in entities])
@@ -69,7 +80,10 @@ def _render(request: HttpRequest, principal: Principal, status: int = 200) -> Ht
         "dashboard/entities.html",
         page_context(
             principal,
-            held=held_items(principal),
+            held=[
+                replace(row, form=failed[1]) if failed and row.version.item_id == failed[0] else row
+                for row in held_items(principal)
+            ],
             entities=entities,
             all_entities=entity_choices(principal),
             q=q,
@@ -91,16 +105,16 @@ def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> 
     item, _ = dashboard_memory(principal, Authority.load(principal), memory_id)
     form = LinkSubjectForm(request.POST)
     if not form.is_valid():
-        messages.error(
-            request, "Choose the entity the mention refers to, and confirm what linking does."
-        )
-        return _render(request, principal, status=422)
+        return _render(request, principal, status=422, failed=(memory_id, form))
     try:
         version = services.memory_link_subject(
             principal=principal, item=item, subject_id=form.cleaned_data["subject"]
         )
     except NotFound as exc:
         return error_page(request, exc)
+    except InvalidContent as exc:
+        add_errors(form, exc)
+        return _render(request, principal, status=exc.status, failed=(memory_id, form))
     except DomainError as exc:
         messages.error(request, exc.detail)
         return _render(request, principal, status=exc.status)

@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
 
+from core.errors import InvalidContent
 from core.kinds import MemoryKind
 from memory.erasure import MAX_REASON
 from memory.models import Scenario, Status
+from memory.resolver import (
+    CRITERIA,
+    KIND_RANK,
+    UNREVIEWED_KIND,
+    VERIFICATION_RANK,
+    PolicyError,
+    check_publishable,
+)
+from memory.resolver import Policy as ResolverPolicy
 from memory.rules import DIMENSION_RE
 
 TIME_HELP = "In the tenant's time zone (see Policy). Leave empty for now."
+QUOTED = re.compile(r"'([^']*)'")
+
+
+def in_sentences(problem: str) -> str:
+    """A service's refusal as a sentence beside a field: "no entity 'ent_9' in this
+    tenant" reads "No entity “ent_9” in this tenant."."""
+    text = QUOTED.sub(r"“\1”", problem.strip())
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
+def add_errors(form: forms.Form, exc: InvalidContent) -> None:
+    """Put a service's 422 beside the fields it names (the rest above the form), so the
+    person sees it where they typed and keeps what they typed."""
+    for name, problems in exc.errors.items():
+        for problem in problems:
+            form.add_error(name if name in form.fields else None, in_sentences(problem))
 
 
 def parse_context(text: str) -> dict[str, str]:
@@ -197,8 +225,37 @@ class AuditFilterForm(forms.Form):
     since = UtcDateTimeField(required=False, help_text="In the tenant's time zone (see Policy).")
 
 
+POLICY_LISTS = {  # field: (what one entry is, the names it takes, whether all must be ranked)
+    "order": ("criterion", CRITERIA, False),
+    "kind_rank": ("kind", KIND_RANK, True),
+    "verification_rank": ("verification", VERIFICATION_RANK, True),
+}
+
+
+def _names_problem(noun: str, names: list[str], allowed: tuple[str, ...], complete: bool) -> str:
+    """What is wrong with one typed list, in words (the resolver's own refusal reads like
+    the API's: "precedence.kind_rank: unknown 'task_fct'; allowed: …")."""
+    unknown = [name for name in names if name not in allowed]
+    if unknown:
+        listed = ", ".join(f"“{name}”" for name in unknown)
+        verb = "is not a" if len(unknown) == 1 else "are not"
+        plural = "" if len(unknown) == 1 else "s"
+        return (
+            f"{listed} {verb} {noun}{plural} Memgov knows. Check the spelling; the names "
+            f"are {', '.join(allowed)}."
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        return f"{', '.join(f'“{n}”' for n in repeated)} is listed more than once."
+    missing = [name for name in allowed if name not in names] if complete else []
+    if missing:
+        return f"Every {noun} must be ranked: add {', '.join(missing)}."
+    return "" if names else f"Name at least one {noun}."
+
+
 class PolicyForm(DashboardForm):
-    """The precedence as three ordered lists, strongest first."""
+    """The precedence as three ordered lists, strongest first. A typo is refused here,
+    in words beside the list that has it, before any service is asked."""
 
     id_prefix = "policy"
     order = forms.CharField(
@@ -213,6 +270,31 @@ class PolicyForm(DashboardForm):
             name: [part.strip() for part in self.cleaned_data[name].split(",") if part.strip()]
             for name in ("order", "kind_rank", "verification_rank")
         }
+
+    def clean(self) -> dict[str, Any] | None:
+        cleaned = super().clean()
+        if any(name not in self.cleaned_data for name in POLICY_LISTS):
+            return cleaned  # a list is missing: its own error says so
+        precedence = self.precedence()
+        for name, (noun, allowed, complete) in POLICY_LISTS.items():
+            problem = _names_problem(noun, precedence[name], allowed, complete)
+            if problem:
+                self.add_error(name, problem)
+        if any(name in self.errors for name in POLICY_LISTS):
+            return cleaned
+        if precedence["kind_rank"][-1] != UNREVIEWED_KIND:
+            self.add_error(
+                "kind_rank",
+                f"{UNREVIEWED_KIND} must come last: an unreviewed memory never outranks a "
+                "reviewed one.",
+            )
+            return cleaned
+        try:  # whatever else the resolver refuses, beside the list it names
+            check_publishable(ResolverPolicy.from_precedence("new", precedence))
+        except PolicyError as exc:
+            field = exc.key if exc.key in POLICY_LISTS else None
+            self.add_error(field, in_sentences(str(exc).removeprefix(f"precedence.{exc.key}: ")))
+        return cleaned
 
 
 class RevalidateForm(DashboardForm):

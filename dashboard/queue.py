@@ -25,8 +25,10 @@ from core.authority import REVIEW_PERMISSION, Authority
 from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, page_context
+from dashboard.decisions import despite_words, preview_failures
 from dashboard.models import SavedView
-from memory.models import MemoryVersion, Status
+from memory.clarifications import in_words
+from memory.models import Clarification, MemoryVersion, Status
 from memory.representations import checks_summary
 from memory.selectors import versions_with_details
 
@@ -161,20 +163,45 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
     return mine, waiting[:QUEUE_LIMIT]
 
 
-def needs_subject(principal: Principal) -> list[MemoryVersion]:
-    """Held mentions this reviewer could decide once linked (the rule the held email
-    uses): nobody can review them until someone says who they are about."""
+@dataclass(frozen=True)
+class HeldRow:
+    """A held proposal and what it asks, in words ("Which entity does “Dana” mean?")."""
+
+    version: MemoryVersion
+    questions: tuple[tuple[str, str], ...]  # (what it needs, the question)
+
+
+def open_questions(principal: Principal) -> list[HeldRow]:
+    """Held proposals this reviewer could decide once their questions are answered (the
+    rule the held email uses), with each open question, subject and value alike: nobody
+    can review them until someone answers."""
     authority = Authority.load(principal)
     held = versions_with_details(
         MemoryVersion.objects.filter(tenant=principal.tenant, status=Status.HELD_UNRESOLVED)
     ).order_by("status_changed_at", "pk")
-    rows: list[MemoryVersion] = []
+    versions: list[MemoryVersion] = []
     for version in held:
-        if len(rows) >= QUEUE_LIMIT:
+        if len(versions) >= QUEUE_LIMIT:
             break
         if version.number == version.item.head_version and authority.may_decide(version):
-            rows.append(version)
-    return rows
+            versions.append(version)
+    asked: dict[int, list[tuple[str, str]]] = {}
+    for question in Clarification.objects.filter(
+        version__in=versions, answered_at__isnull=True
+    ).order_by("version_id", "member"):
+        version = next(v for v in versions if v.pk == question.version_id)
+        needs = (
+            "Needs a value" if question.member == Clarification.Member.VALUE else "Needs a subject"
+        )
+        asked.setdefault(version.pk, []).append((needs, in_words(question, version.field)))
+    return [
+        HeldRow(v, tuple(asked.get(v.pk) or [("Needs a subject", _mentioned(v))])) for v in versions
+    ]
+
+
+def _mentioned(version: MemoryVersion) -> str:
+    """A held proposal recorded before questions were stored: its subject mention."""
+    return f"Which entity does “{version.item.subject_mention}” mean?"
 
 
 def saved_view(principal: Principal) -> SavedView | None:
@@ -223,7 +250,7 @@ def _queue_context(principal: Principal, view: QueueView) -> dict[str, Any]:
         sorts=SORTS,
         sort_label=SORTS[view.sort],
         reviewer=may_review_anything(principal),
-        held=needs_subject(principal),
+        held=open_questions(principal),
         waiting=waiting,
         now=timezone.now(),
         refresh_seconds=REFRESH_SECONDS,
@@ -281,11 +308,19 @@ class BulkOutcome:
     statement: str
     sentence: str
     ok: bool
+    left_out: bool = False  # its preview failed and the reviewer did not confirm it
 
 
-def approve_each(principal: Principal, memory_ids: list[str], comment: str) -> list[BulkOutcome]:
+def approve_each(
+    principal: Principal,
+    memory_ids: list[str],
+    comment: str,
+    despite: frozenset[str] = frozenset(),
+) -> list[BulkOutcome]:
     """One ``version_approve`` per memory, each in its own transaction and audited by the
-    service; one memory's refusal does not undo or stop the others."""
+    service; one memory's refusal does not undo or stop the others. A memory whose
+    preview failed is left out unless its own "approve despite" was ticked (``despite``),
+    as on its page (issue 43, point 2)."""
     oversight = Authority.load(principal)
     outcomes: list[BulkOutcome] = []
     for memory_id in dict.fromkeys(memory_ids):
@@ -293,6 +328,14 @@ def approve_each(principal: Principal, memory_ids: list[str], comment: str) -> l
         try:
             item, head = dashboard_memory(principal, oversight, memory_id)
             statement = head.statement
+            failures = preview_failures(principal, head) if memory_id not in despite else []
+            if failures:
+                sentence = (
+                    f"left out, not approved: {despite_words(failures)} Tick “approve despite” "
+                    "on its row, or open it, to approve it anyway."
+                )
+                outcomes.append(BulkOutcome(statement, sentence, ok=False, left_out=True))
+                continue
             version = services.version_approve(principal=principal, item=item, comment=comment)
             version = versions_with_details(MemoryVersion.objects.filter(pk=version.pk)).get()
         except NotFound:
@@ -318,10 +361,18 @@ def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
     if not memory_ids:
         messages.error(request, "Tick the memories to approve first.")
         return redirect(_back(view))
-    outcomes = approve_each(principal, memory_ids[:QUEUE_LIMIT], request.POST.get("comment", ""))
+    outcomes = approve_each(
+        principal,
+        memory_ids[:QUEUE_LIMIT],
+        request.POST.get("comment", ""),
+        frozenset(request.POST.getlist("despite")),
+    )
     done = sum(1 for o in outcomes if o.ok)
+    left_out = sum(1 for o in outcomes if o.left_out)
     if len(outcomes) > 1:
         summary = f"Approved {done} of {len(outcomes)}."
+        if left_out:
+            summary += f" Left out {left_out} whose preview failed."
         (messages.success if done == len(outcomes) else messages.warning)(request, summary)
     for outcome in outcomes:
         report = messages.success if outcome.ok else messages.error

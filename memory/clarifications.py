@@ -219,3 +219,13 @@ def settle(version: MemoryVersion, member: str, choice: str, actor: str) -> bool
         answered_at=timezone.now(), answered_by=actor, choice=choice
     )
     return not open_questions(version).exists()
+
+
+def in_words(question: Clarification, field: str) -> str:
+    """The question as a person reads it (the stored ``question`` is the API's, which
+    names the field as code): "Which delivery address does “there” mean?"."""
+    if question.member == Clarification.Member.SUBJECT:
+        if question.options:
+            return f"Which entity does “{question.mention}” mean?"
+        return f"No entity is named “{question.mention}”: who is it?"
+    return f"Which {field.replace('_', ' ')} does “{question.mention}” mean?"

@@ -40,9 +40,13 @@ def version_transition(
     actor: str,
     reason: str = "",
     at: datetime | None = None,
+    event_reason: str | None = None,
     **audit_data: Any,
 ) -> MemoryVersion:
     """Move a locked version to a new status inside the caller's transaction, audited.
+
+    ``event_reason``: what the tenant's webhooks are told instead of ``reason`` when the
+    reason quotes content (a clarified value): events carry ids, never values.
 
     System times follow the status: becoming active sets ``activated_at``; leaving active
     sets ``deactivated_at``, which is what ``known_at`` queries read."""
@@ -80,7 +84,11 @@ def version_transition(
         events.event_emit(
             tenant=version.tenant,
             event_type=TRANSITION_EVENTS[to],
-            data=events.version_data(version, previous=str(previous), reason=reason),
+            data=events.version_data(
+                version,
+                previous=str(previous),
+                reason=reason if event_reason is None else event_reason,
+            ),
         )
     return version
 

@@ -121,7 +121,7 @@ def test_rejecting_what_is_no_longer_pending_is_a_409(demo: Demo, commit: Any) -
     response = client.post(f"/memories/{memory_id}/reject/", {"reason": "too late"})
 
     assert response.status_code == 409
-    assert "Only a pending_review version can be rejected; this is active." in (
+    assert "Only a pending_review version or one whose checks failed can be rejected; " in (
         response.content.decode()
     )
 
@@ -254,7 +254,9 @@ def test_linking_an_unresolved_mention_sends_it_to_review(demo: Demo, commit: An
     assert "unresolved mention “D. Kim”" in held_page.content.decode()
     assert refused.status_code == 404
     assert wrong.status_code == 422
-    assert "no entity &#x27;ent_nope&#x27; in this tenant" in wrong.content.decode()
+    # Beside the field, in words (issue 43, point 10).
+    beside = wrong.content.decode().split(f'action="{link}"')[1].split("</form>")[0]
+    assert "No entity “ent_nope” in this tenant." in beside
     assert unconfirmed.status_code == 422
     assert linked.status_code == 302
     version = MemoryVersion.objects.get(item_id=held.item_id)
@@ -314,7 +316,10 @@ def test_an_invalid_precedence_is_shown_with_a_422(demo: Demo) -> None:
     )
 
     assert response.status_code == 422
-    assert "precedence.kind_rank: missing &#x27;preference&#x27;" in response.content.decode()
+    page = response.content.decode()
+    kinds = page.split('for="policy_kind_rank"')[1].split('for="policy_verification_rank"')[0]
+    assert "Every kind must be ranked: add preference." in kinds
+    assert "precedence." not in page and "Invalid content" not in page
     assert Policy.objects.filter(tenant=demo.tenant).count() == 1
 
 

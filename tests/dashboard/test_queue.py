@@ -48,7 +48,7 @@ def test_the_queue_row_shows_age_kind_scope_approvals_and_preview_checks(demo: D
     start = body.index(f'<tr data-memory="{demo.items["p9_rule"]}"')
     row = body[start : body.index("</tr>", start)]
     assert "2 days ago" in body  # 50 hours, rounded to its largest unit
-    assert "enterprise_rule" in row
+    assert "enterprise rule" in row and "enterprise_rule<" not in row
     assert ">project=P-9<" in row and ">supplier=S-17<" in row and ">batch=B-3<" in row
     assert "nobody yet" in row and "(2 needed)" in row
     assert "8 of 8 passed" in row  # its sources are for staff: a visibility scenario too
