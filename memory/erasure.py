@@ -259,7 +259,8 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
                 "reason_sha256": digest(reason),
                 "items_retired": retired,
                 "aliases": aliases,
-                "mentions": len(mentions),
+                # Which lineages the erasure made hers: ids only, as every event (0008).
+                "mentions": mentions,
             },
         )
         # No item may be left to bump (a subject with none): its answers end here too.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from audit.models import AuditEvent
 from core.models import IdempotencyRecord
 from memory.models import Clarification, Erasure, MemoryItem, MemoryVersion, Source
 from tests.approvals.support import Flow
@@ -60,6 +61,8 @@ def test_a_held_mention_of_her_name_is_erased_as_hers_and_her_source_is_not_kept
     # Then it was hers: linked, retired with her facts, its mention, statement and question
     # gone; and her message, cited by nothing else, is purged, not kept "for" it.
     assert erasure.counts["mentions"] == 1
+    started = AuditEvent.objects.get(action="subject.erasure_started", target_id=tale.subject)
+    assert started.data["mentions"] == [naming["id"]]  # ids only, never the mention
     item = MemoryItem.objects.get(pk=naming["id"])
     assert (item.subject_id, item.subject_mention) == (tale.subject, "")
     version = MemoryVersion.objects.get(item=item)
