@@ -32,6 +32,12 @@ class ChecksSummaryOut(_Base):
     passed = serializers.IntegerField(min_value=0)
     failed = serializers.IntegerField(min_value=0)
     total = serializers.IntegerField(min_value=0)
+    run = serializers.ChoiceField(
+        CheckResult.Run.values,
+        allow_null=True,
+        help_text="The run the counts are from (null before any run).",
+    )
+    ran_at = _time(allow_null=True, help_text="When that run ran (null before any run).")
 
 
 class ClarificationOptionOut(_Base):
@@ -305,6 +311,12 @@ class ExportOut(_Base):
     audit_events = serializers.ListField(child=serializers.DictField())
 
 
+class ScenarioRemovedOut(_Base):
+    by = serializers.CharField()
+    reason = serializers.CharField()
+    at = _time()
+
+
 class ScenarioOut(_Base):
     """A reviewer's or proposer's own scenario, as stored (checked at the next gate run)."""
 
@@ -314,6 +326,18 @@ class ScenarioOut(_Base):
     valid_at = _time(allow_null=True)
     expect = serializers.ChoiceField(Scenario.Expect.values)
     created_by = serializers.CharField()
+    version = serializers.IntegerField(
+        min_value=1, required=False, help_text="The version it was written for."
+    )
+    removed = ScenarioRemovedOut(
+        allow_null=True,
+        required=False,
+        help_text="Who removed it before activation, why and when; null while in force.",
+    )
+
+
+class ScenarioListOut(_Base):
+    results = ScenarioOut(many=True)
 
 
 class RevalidationOut(_Base):
@@ -550,6 +574,10 @@ REQUEST_EXAMPLES: dict[str, list[OpenApiExample]] = {
                  {"kind": "inapplicable", "context": {"project": "P-9", "supplier": "S-17",
                                                       "batch": "B-4"},
                   "expect": "does_not_apply"}),
+    ],
+    "memory_scenario_remove": [
+        _example("wrong-scenario", "Issue 43: a scenario that misread the case",
+                 {"reason": "B-4 is covered by the same exception; the scenario was wrong."}),
     ],
     "memory_link_subject": [
         _example("link", "Seed 000: 'Sarah' is Sarah Lee", {"subject": _SARAH}),

@@ -12,13 +12,22 @@ from rest_framework.response import Response
 
 from api.base import MemgovAPIView
 from api.memory import _answer_response, _valid
-from api.openapi import REQUEST_EXAMPLES, CheckOut, MemoryOut, RetiredOut, ScenarioOut, SourceOut
+from api.openapi import (
+    REQUEST_EXAMPLES,
+    CheckOut,
+    MemoryOut,
+    RetiredOut,
+    ScenarioListOut,
+    ScenarioOut,
+    SourceOut,
+)
 from approvals import services
-from approvals.models import CheckResult
+from approvals.models import CheckResult, ScenarioRemoval
 from contract import answers
 from contract.serializers import LabelListField, ScenarioInput, StrictInput
 from core.times import iso
 from memory import selectors
+from memory.models import Scenario
 from memory.representations import source_representation
 
 
@@ -109,7 +118,36 @@ class RecheckView(MemgovAPIView):
         return _head(self, memory_id)
 
 
+def scenario_representation(scenario: Scenario, removal: ScenarioRemoval | None) -> dict[str, Any]:
+    return {
+        "id": scenario.pk,
+        **scenario.as_dict(),
+        "created_by": scenario.created_by,
+        "version": scenario.version.number,
+        "removed": None
+        if removal is None
+        else {"by": removal.removed_by, "reason": removal.reason, "at": iso(removal.removed_at)},
+    }
+
+
 class ScenariosView(MemgovAPIView):
+    @extend_schema(responses={200: ScenarioListOut}, operation_id="memory_scenarios")
+    def get(self, request: Request, memory_id: str) -> Response:
+        """The custom scenarios of the lineage up to its head, oldest first: those in force
+        and those removed (``removed`` says by whom, why and when)."""
+        item = selectors.access_memory(self.principal(), memory_id)
+        scenarios = (
+            Scenario.objects.filter(version__item=item, version__number__lte=item.head_version)
+            .select_related("version")
+            .order_by("pk")
+        )
+        removals = {
+            r.scenario_id: r for r in ScenarioRemoval.objects.filter(scenario__in=scenarios)
+        }
+        return Response(
+            {"results": [scenario_representation(s, removals.get(s.pk)) for s in scenarios]}
+        )
+
     @extend_schema(
         request=ScenarioInput,
         responses={201: ScenarioOut},
@@ -120,10 +158,24 @@ class ScenariosView(MemgovAPIView):
         item = selectors.access_memory(self.principal(), memory_id)
         data = _valid(ScenarioInput, request)
         scenario = services.scenario_add(principal=self.principal(), item=item, data=data)
-        return Response(
-            {"id": scenario.pk, **scenario.as_dict(), "created_by": scenario.created_by},
-            status=status.HTTP_201_CREATED,
+        return Response(scenario_representation(scenario, None), status=status.HTTP_201_CREATED)
+
+
+class ScenarioRemoveView(MemgovAPIView):
+    @extend_schema(
+        request=ReasonInput,
+        responses={200: ScenarioOut},
+        operation_id="memory_scenario_remove",
+        examples=REQUEST_EXAMPLES["memory_scenario_remove"],
+    )
+    def post(self, request: Request, memory_id: str, scenario_id: int) -> Response:
+        """Remove a custom scenario before activation (the proposer or a reviewer)."""
+        item = selectors.access_memory(self.principal(), memory_id)
+        data = _valid(ReasonInput, request)
+        removal = services.scenario_remove(
+            principal=self.principal(), item=item, scenario_id=scenario_id, reason=data["reason"]
         )
+        return Response(scenario_representation(removal.scenario, removal))
 
 
 def check_representation(result: CheckResult) -> dict[str, Any]:

@@ -38,6 +38,10 @@ urlpatterns = [
     path("memories/<str:memory_id>/retire", review.RetireView.as_view()),
     path("memories/<str:memory_id>/recheck", review.RecheckView.as_view()),
     path("memories/<str:memory_id>/scenarios", review.ScenariosView.as_view()),
+    path(
+        "memories/<str:memory_id>/scenarios/<int:scenario_id>/remove",
+        review.ScenarioRemoveView.as_view(),
+    ),
     path("memories/<str:memory_id>/checks", review.ChecksView.as_view()),
     path("memories/<str:memory_id>/link-subject", review.LinkSubjectView.as_view()),
     path("sources/<str:source_id>/revoke", review.SourceRevokeView.as_view()),

@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 import config.metrics as metrics
@@ -53,10 +54,15 @@ def record_results(
 Checked = tuple[MemoryVersion, str, datetime, list[checks.ScenarioOutcome]]
 
 
-def record_many(runs: list[Checked], run: str) -> list[list[CheckResult]]:
+def record_many(runs: list[Checked], run: str, *, complete: bool = True) -> list[list[CheckResult]]:
     """``record_results`` for several versions: one upsert of every result (on the
     unique (version, run, scenario, policy)) and one chained audit append, instead of
-    a lookup, a savepoint and a write per scenario and three writes per version."""
+    a lookup, a savepoint and a write per scenario and three writes per version.
+
+    A ``complete`` run replaces the results of the previous run of its kind and policy:
+    a scenario it no longer asks (the tie it checked was retired, a custom scenario was
+    removed) is deleted, so the stored results are one run's, never two runs' mixed
+    (issue 43: "active · all passed" beside "1 of 8 failed")."""
     per_version: list[list[CheckResult]] = []
     rows: dict[tuple[int, str, str], CheckResult] = {}
     events = []
@@ -79,6 +85,13 @@ def record_many(runs: list[Checked], run: str) -> list[list[CheckResult]]:
                 },
             )
         )
+    if complete and runs:
+        stale = Q()
+        for version, policy_version, _, outcomes in runs:
+            stale |= Q(version=version, run=run, policy_version=policy_version) & ~Q(
+                scenario_key__in=[outcome.spec.key for outcome in outcomes]
+            )
+        CheckResult.objects.filter(stale).delete()
     if rows:
         with bound_on_server():
             CheckResult.objects.bulk_create(
@@ -159,7 +172,8 @@ def regression_under_lock(version: MemoryVersion) -> str | None:
     failed = [o for o in outcomes if not o.passed]
     if not failed:
         return None
-    record_results(version, CheckResult.Run.GATE, policy.version, now, outcomes)
+    # Only the regression scenarios were asked again: the gate run's other results stay.
+    record_many([(version, policy.version, now, outcomes)], CheckResult.Run.GATE, complete=False)
     return "regression: " + "; ".join(f"{o.spec.name}: {o.detail}" for o in failed)[:2000]
 
 

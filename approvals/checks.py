@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, QuerySet
 
 from audit.chain import digest
 from core.kinds import MemoryKind
@@ -188,7 +188,9 @@ def _prefetch(versions: Sequence[MemoryVersion]) -> dict[tuple[Any, ...], Any]:
     cited = {pk for v in versions for pk in v.source_ids}
     visibility = dict(Source.objects.filter(pk__in=cited).values_list("pk", "visibility"))
     custom = list(
-        Scenario.objects.filter(version__item_id__in={v.item_id for v in versions})
+        Scenario.objects.filter(
+            version__item_id__in={v.item_id for v in versions}, removal__isnull=True
+        )
         .annotate(item_id=F("version__item_id"), number=F("version__number"))
         .order_by("pk")
     )
@@ -387,12 +389,20 @@ def _regression_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
         )
 
 
+def in_force(version: MemoryVersion) -> QuerySet[Scenario]:
+    """The custom scenarios a version is checked with: those written for it or an earlier
+    version of its lineage (a correction starts from them), less those removed."""
+    return Scenario.objects.filter(
+        version__item_id=version.item_id,
+        version__number__lte=version.number,
+        removal__isnull=True,
+    )
+
+
 def custom_specs(version: MemoryVersion, now: datetime) -> Iterator[Spec]:
     scenarios = _prefetched(
         ("custom", version.pk),
-        lambda: Scenario.objects.filter(
-            version__item_id=version.item_id, version__number__lte=version.number
-        ).order_by("pk"),
+        lambda: in_force(version).order_by("pk"),
     )
     for s in scenarios:
         yield Spec(

@@ -36,10 +36,10 @@ def why_failed(scenario: Mapping[str, Any]) -> str:
     kind = scenario.get("kind")
     if kind == "regression":
         return (
-            "Activating it would leave two equally ranked memories with different values "
-            "in that context, so agents would get no answer there: the owner can narrow the "
-            "scope or correct the value, or a reviewer can retire the other memory, then run "
-            "the checks again."
+            "It ties with the other memory: two equally ranked memories with different "
+            "values in that context, so agents would get no answer there. What fixes it is "
+            "replacing the older one with this one (a reviewer who may retire it does both "
+            "in one step), or retiring the older one and running the checks again."
         )
     if name == "applicable: its own scope":
         return (
@@ -94,7 +94,7 @@ def _what_happened(scenario: Mapping[str, Any], statement_of: StatementOf) -> st
     if kind == "regression":
         other = statement_of(str(scenario.get("regression_of") or ""))
         named = f"“{other}”" if other else "another memory you may not see"
-        return f"activating it would tie with {named} {where}, so agents would get no answer"
+        return f"it ties with {named} {where}, so agents would get no answer there"
     if name == "applicable: its own scope":
         return f"agents asking in its own scope ({where}) would not be told it"
     if name.startswith("inapplicable: ") and name.endswith("moved to a sibling"):
@@ -112,11 +112,39 @@ def _what_happened(scenario: Mapping[str, Any], statement_of: StatementOf) -> st
     return f"a scenario added by {author or 'a reviewer'} says it {must} {where}, {instead}"
 
 
+def is_tie(result: CheckResult) -> bool:
+    return result.outcome == CheckResult.Outcome.FAILED and result.scenario.get("kind") == (
+        "regression"
+    )
+
+
+def failures(results: Iterable[CheckResult]) -> list[CheckResult]:
+    """The failed results, a tie first: a tie also fails "applicable: its own scope" (no
+    answer there), and what fixes it is the tie, not the scope (issue 43)."""
+    failed = [r for r in results if r.outcome == CheckResult.Outcome.FAILED]
+    return sorted(failed, key=lambda r: not is_tie(r))
+
+
+def failure_clauses(results: Iterable[CheckResult], statement_of: StatementOf) -> list[str]:
+    """Each failure as a clause ("it ties with “…” where …"), a tie first."""
+    return [_what_happened(r.scenario, statement_of) for r in failures(results)]
+
+
+def tied_statements(results: Iterable[CheckResult], statement_of: StatementOf) -> list[str]:
+    """The statements of the memories it ties with, as this reader may see them."""
+    named = []
+    for result in results:
+        if is_tie(result):
+            other = statement_of(str(result.scenario.get("regression_of") or ""))
+            named.append(other or "another memory you may not see")
+    return named
+
+
 def failure_sentence(
     version: MemoryVersion, results: Sequence[CheckResult], statement_of: StatementOf
 ) -> str:
     """One plain sentence for the latest deciding run's failures ("" when none failed)."""
-    failed = [r for r in results if r.outcome == CheckResult.Outcome.FAILED]
+    failed = failures(results)
     if not failed:
         return ""
     first = _what_happened(failed[0].scenario, statement_of)
@@ -134,6 +162,17 @@ def latest_deciding(results: Iterable[CheckResult]) -> list[CheckResult]:
         return []
     last = deciding[-1]
     return [r for r in deciding if (r.run, r.policy_version) == (last.run, last.policy_version)]
+
+
+def latest_preview(results: Iterable[CheckResult]) -> list[CheckResult]:
+    """The results of the last preview run (one policy version)."""
+    previews = sorted(
+        (r for r in results if r.run == CheckResult.Run.PREVIEW), key=lambda r: r.ran_at
+    )
+    if not previews:
+        return []
+    last = previews[-1].policy_version
+    return [r for r in previews if r.policy_version == last]
 
 
 def statements_for(principal: Principal | None, version: MemoryVersion) -> StatementOf:
@@ -156,4 +195,12 @@ def failure_for(principal: Principal | None, version: MemoryVersion) -> str:
     """The sentence for one reader: the statements they may see, "another memory" else."""
     return failure_sentence(
         version, latest_deciding(version.checks.all()), statements_for(principal, version)
+    )
+
+
+def ties_for(principal: Principal | None, version: MemoryVersion) -> list[str]:
+    """The statements (as this reader may see them) of the memories the latest deciding
+    run found it ties with: the email then names replacing as the fix, not a correction."""
+    return tied_statements(
+        latest_deciding(version.checks.all()), statements_for(principal, version)
     )

@@ -7,7 +7,7 @@ from django.db import models
 
 from core.ids import new_revalidation_id
 from core.models import Tenant
-from memory.models import MemoryVersion
+from memory.models import MemoryVersion, Scenario
 
 
 class Approval(models.Model):
@@ -66,6 +66,20 @@ class CheckResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.version} {self.scenario_key[:8]} {self.outcome}"
+
+
+class ScenarioRemoval(models.Model):
+    """A custom scenario taken out before activation, by whom and why (issue 43): the
+    scenario stays as what was written, and no check asks it again, nor does a correction
+    carry it into the next version."""
+
+    scenario = models.OneToOneField(Scenario, on_delete=models.CASCADE, related_name="removal")
+    removed_by = models.CharField(max_length=150)
+    reason = models.TextField()
+    removed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"scenario {self.scenario_id} removed by {self.removed_by}"
 
 
 class Revalidation(models.Model):

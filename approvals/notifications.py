@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals import emails
-from approvals.explain import failure_for
+from approvals.explain import failure_for, ties_for
 from approvals.models import Notification
 from core import authority
 from core.principals import principal_for_user
@@ -174,10 +174,13 @@ def notify_checks_failed(version_id: int) -> int:
     for user in people.values():
         if not user.email or not user.is_active:  # a deactivated person gets no email
             continue
+        reader = principal_for_user(user)
         context = {
-            "why": failure_for(principal_for_user(user), version),
+            "why": failure_for(reader, version),
             "approved": user.pk in approved,
             "owns": user.pk == version.owner_id,
+            # A tie is fixed by replacing or retiring the older memory, not by a correction.
+            "ties_with": ties_for(reader, version),
         }
         sent += _tell(user, _keyed("checks_failed", [version]), ("checks_failed",) * 2, context)
     return sent

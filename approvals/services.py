@@ -12,7 +12,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals.models import Approval
+from approvals.models import Approval, ScenarioRemoval
 from audit.chain import digest
 from audit.services import audit_append
 from core.authority import (
@@ -20,10 +20,11 @@ from core.authority import (
     Authority,
     has_tenant_permission,
     is_proposer,
+    may_change_scenarios,
     may_clarify,
     may_review,
 )
-from core.errors import Conflict, Forbidden, InvalidContent
+from core.errors import Conflict, Forbidden, InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import catalog, clarifications, events, rules
@@ -139,15 +140,26 @@ def _approve(principal: Principal, version: MemoryVersion, comment: str) -> Memo
     return version
 
 
+REJECTABLE = (Status.PENDING_REVIEW, Status.CHECKS_FAILED)
+
+
 def version_reject(*, principal: Principal, item: MemoryItem, reason: str) -> MemoryVersion:
+    """Reject a version under review, or one whose checks failed (issue 43: a failure
+    caused by a wrong scenario must not leave the reviewer without a way to end it)."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
         _check_reviewer(principal, version, "reject")
-        if version.status != Status.PENDING_REVIEW:
+        if version.status not in REJECTABLE:
             raise Conflict(
-                f"Only a pending_review version can be rejected; this is {version.status}."
+                "Only a pending_review version or one whose checks failed can be rejected; "
+                f"this is {version.status}."
             )
-        _record_decision(principal, version, Approval.Decision.REJECT, reason)
+        # A reviewer who approved before the checks failed rejects it now: the approval
+        # stays as given, and the rejection is the transition (audited with its reason).
+        if not version.approvals.filter(reviewer=principal.user).exists():
+            _record_decision(principal, version, Approval.Decision.REJECT, reason)
+        elif version.status == Status.PENDING_REVIEW:
+            raise Conflict("You have already decided on this version.")
         version_transition(version=version, to=Status.REJECTED, actor=principal.name, reason=reason)
         # A rejected correction no longer makes the active version pending_correction.
         bump_on_commit([version])
@@ -248,7 +260,7 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
     an item out of use, so nobody else may add one."""
     with transaction.atomic(durable=True):
         version = _lock_head(item)
-        if not (is_proposer(principal, version) or may_review(principal, version)):
+        if not may_change_scenarios(principal, version):
             raise Forbidden("Only the proposer or a reviewer of this memory may add scenarios.")
         if version.status not in OPEN_STATUSES:
             raise Conflict(
@@ -277,6 +289,57 @@ def scenario_add(*, principal: Principal, item: MemoryItem, data: Mapping[str, A
         )
         after_scenario_added(version)
     return scenario
+
+
+def scenario_remove(
+    *, principal: Principal, item: MemoryItem, scenario_id: int, reason: str
+) -> ScenarioRemoval:
+    """Take a custom scenario out before activation (issue 43): by the proposer or a
+    reviewer of the item, with a reason, audited. The scenario stays as written; no check
+    asks it again, and a correction no longer starts from it. The preview reruns without
+    it; a version whose checks failed is rechecked or rejected as before."""
+    with transaction.atomic(durable=True):
+        version = _lock_head(item)
+        scenario = (
+            Scenario.objects.select_for_update(of=("self",))
+            .select_related("version")
+            .filter(pk=scenario_id, version__item=item, version__number__lte=version.number)
+            .first()
+        )
+        if scenario is None:
+            raise NotFound("This memory has no such scenario.")
+        if not may_change_scenarios(principal, version):
+            raise Forbidden("Only the proposer or a reviewer of this memory may remove scenarios.")
+        if version.status not in OPEN_STATUSES or scenario.version.activated_at is not None:
+            raise Conflict(
+                "A scenario can be removed only before activation; "
+                f"this memory is {version.status}."
+            )
+        if ScenarioRemoval.objects.filter(scenario=scenario).exists():
+            raise Conflict("This scenario was already removed.")
+        removal = ScenarioRemoval.objects.create(
+            scenario=scenario,
+            removed_by=principal.name,
+            reason=reason,
+            removed_at=timezone.now(),
+        )
+        audit_append(
+            tenant=version.tenant,
+            actor=principal.name,
+            action="memory.scenario_removed",
+            target_type="memory",
+            target_id=version.item_id,
+            data={
+                "version": version.number,
+                "scenario": scenario.pk,
+                "kind": scenario.kind,
+                "expect": scenario.expect,
+                "reason_sha256": digest(reason),
+            },
+        )
+        # Without it the preview may say something else: run it again, as for a new one.
+        after_scenario_added(version)
+    return removal
 
 
 def memory_link_subject(

@@ -241,6 +241,13 @@ def may_clarify(principal: Principal, version: Governed) -> bool:
     return is_proposer(principal, version) or Authority.load(principal).may_review(version)
 
 
+def may_change_scenarios(principal: Principal, version: Governed) -> bool:
+    """Add or remove a custom scenario of a version not yet active: its proposer, or a
+    person who may review it (docs/design.md: a scenario can keep an item out of use, so
+    nobody else may write one, or take one away)."""
+    return is_proposer(principal, version) or Authority.load(principal).may_review(version)
+
+
 def administered_tenant(user: Any) -> Tenant | None:
     """The tenant whose Django admin this person may open: staff, active, a member, and
     holding ``tenant_admin`` on it. A superuser is not scoped and gets ``None`` here."""

@@ -41,7 +41,9 @@ def entity_representation(entity: Entity) -> dict[str, Any]:
 
 def checks_summary(version: MemoryVersion) -> dict[str, Any]:
     """The latest deciding run (gate or revalidation) tells; before any, the preview shows
-    what the reviewer will get. Results come ordered by ``ran_at``."""
+    what the reviewer will get. Results come ordered by ``ran_at``. ``run`` and ``ran_at``
+    say which run the counts are from and when it ran (null before any run), so the item
+    page, its status line and the API name the same run (issue 43)."""
     results = list(version.checks.all())
     deciding = [r for r in results if r.run in ("gate", "revalidation")]
     runs = deciding or [r for r in results if r.run == "preview"]
@@ -63,6 +65,8 @@ def checks_summary(version: MemoryVersion) -> dict[str, Any]:
         "passed": len(current) - failed,
         "failed": failed,
         "total": len(current),
+        "run": last.run if last is not None else None,
+        "ran_at": iso(max(r.ran_at for r in current)) if current else None,
     }
 
 

@@ -38,7 +38,14 @@ def test_the_second_distinct_approval_moves_the_rule_to_checking_then_active(
 
     active = flow.memory(memory["id"])
     assert (active["status"], active["active_version"]) == ("active", 1)
-    assert active["checks"] == {"status": "passed", "passed": 5, "failed": 0, "total": 5}
+    assert active["checks"] == {
+        "status": "passed",
+        "passed": 5,
+        "failed": 0,
+        "total": 5,
+        "run": "gate",
+        "ran_at": active["checks"]["ran_at"],
+    }
     assert active["activated_at"] is not None
     assert flow.resolved_ids({"project": "P-9"}) == [memory["id"]]
 

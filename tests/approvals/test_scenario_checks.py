@@ -38,7 +38,14 @@ def test_a_failing_custom_scenario_keeps_the_rule_out_of_use(flow: Flow):
 
     failed = flow.memory(memory["id"])
     assert failed["status"] == "checks_failed"
-    assert failed["checks"] == {"status": "failed", "passed": 5, "failed": 1, "total": 6}
+    assert failed["checks"] == {
+        "status": "failed",
+        "passed": 5,
+        "failed": 1,
+        "total": 6,
+        "run": "gate",
+        "ran_at": failed["checks"]["ran_at"],
+    }
     [(name, detail)] = [
         (name, detail)
         for name, (outcome, detail) in gate_results(memory["id"]).items()
@@ -154,7 +161,14 @@ def test_an_activation_that_would_create_a_conflict_fails_the_regression_check(f
     preview = flow.memory(new["id"])["checks"]  # what the reviewer sees before deciding
     flow.approve(new["id"], "rita", "lena")
 
-    assert preview == {"status": "failed", "passed": 4, "failed": 2, "total": 6}
+    assert preview == {
+        "status": "failed",
+        "passed": 4,
+        "failed": 2,
+        "total": 6,
+        "run": "preview",
+        "ran_at": preview["ran_at"],
+    }
     assert flow.memory(new["id"])["status"] == "checks_failed"
     outcome, detail = gate_results(new["id"])[f"regression: {old['id']} v1 still resolves"]
     assert outcome == "failed"

@@ -220,6 +220,15 @@ def add_scenario(memory_id: str, scenario: t.Scenario) -> Op[t.AddedScenario]:
     return _op("POST", f"memories/{_seg(memory_id)}/scenarios", _clean(scenario))
 
 
+def list_scenarios(memory_id: str) -> Op[t.ScenarioList]:
+    return _op("GET", f"memories/{_seg(memory_id)}/scenarios")
+
+
+def remove_scenario(memory_id: str, scenario_id: int, reason: str) -> Op[t.AddedScenario]:
+    path = f"memories/{_seg(memory_id)}/scenarios/{int(scenario_id)}/remove"
+    return _op("POST", path, {"reason": reason})
+
+
 def list_checks(memory_id: str) -> Op[list[t.CheckResult]]:
     return _op("GET", f"memories/{_seg(memory_id)}/checks")
 

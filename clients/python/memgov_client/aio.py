@@ -251,6 +251,14 @@ class AsyncMemgov:
     async def add_scenario(self, memory_id: str, **scenario: Unpack[t.Scenario]) -> t.AddedScenario:
         return await self._send(_ops.add_scenario(memory_id, scenario))
 
+    async def list_scenarios(self, memory_id: str) -> t.ScenarioList:
+        return await self._send(_ops.list_scenarios(memory_id))
+
+    async def remove_scenario(
+        self, memory_id: str, scenario_id: int, *, reason: str
+    ) -> t.AddedScenario:
+        return await self._send(_ops.remove_scenario(memory_id, scenario_id, reason))
+
     async def list_checks(self, memory_id: str) -> list[t.CheckResult]:
         return await self._send(_ops.list_checks(memory_id))
 

@@ -249,6 +249,12 @@ class Memgov:
     def add_scenario(self, memory_id: str, **scenario: Unpack[t.Scenario]) -> t.AddedScenario:
         return self._send(_ops.add_scenario(memory_id, scenario))
 
+    def list_scenarios(self, memory_id: str) -> t.ScenarioList:
+        return self._send(_ops.list_scenarios(memory_id))
+
+    def remove_scenario(self, memory_id: str, scenario_id: int, *, reason: str) -> t.AddedScenario:
+        return self._send(_ops.remove_scenario(memory_id, scenario_id, reason))
+
     def list_checks(self, memory_id: str) -> list[t.CheckResult]:
         return self._send(_ops.list_checks(memory_id))
 

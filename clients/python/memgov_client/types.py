@@ -132,6 +132,12 @@ class Scenario(TypedDict):
     expect: Literal["applies", "does_not_apply"]
 
 
+class ScenarioRemoved(TypedDict):
+    by: str
+    reason: str
+    at: str
+
+
 class AddedScenario(TypedDict):
     id: int
     kind: str
@@ -139,6 +145,12 @@ class AddedScenario(TypedDict):
     valid_at: str | None
     expect: str
     created_by: NotRequired[str]
+    version: NotRequired[int]
+    removed: NotRequired[ScenarioRemoved | None]
+
+
+class ScenarioList(TypedDict):
+    results: list[AddedScenario]
 
 
 class Basis(TypedDict, total=False):
@@ -203,6 +215,9 @@ class ChecksSummary(TypedDict):
     passed: int
     failed: int
     total: int
+    # The run the counts are from and when it ran (null before any run).
+    run: NotRequired[Literal["preview", "gate", "revalidation"] | None]
+    ran_at: NotRequired[str | None]
 
 
 class Memory(TypedDict):
