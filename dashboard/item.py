@@ -22,14 +22,21 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from approvals import services
 from approvals.explain import failure_for
+from approvals.freshness import Stale, preview_refresh
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
-from core.authority import Authority, is_proposer
+from core.authority import Authority, is_proposer, may_change_scenarios
 from core.errors import Conflict, DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard import forms as dashboard_forms
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
+from dashboard.decisions import (
+    current_run,
+    despite_words,
+    preview_failures,
+    scenario_rows,
+)
 from dashboard.history import lineage_changes, lineage_timeline, version_diff
 from dashboard.impact import CheckView, ImpactRow, check_views, impact_rows, tied_with
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
@@ -37,7 +44,7 @@ from dashboard.questions import ClarifyForm, open_questions
 from dashboard.queue import next_in_queue
 from memory import proposals
 from memory.lifecycle import IN_USE_OR_OPEN
-from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Scenario, Status
+from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status
 from memory.representations import checks_summary
 from memory.selectors import access_source, memory_versions, revocation_reach
 
@@ -54,6 +61,11 @@ class CheckGroup:
     policy_version: str
     results: tuple[CheckResult, ...]
     views: tuple[CheckView, ...] = ()
+    current: bool = False  # the run the status line and the summary count
+
+    @property
+    def ran_at(self) -> Any:
+        return max(r.ran_at for r in self.results)
 
     @property
     def failed(self) -> int:
@@ -65,28 +77,35 @@ class CheckGroup:
 
 
 def check_groups(principal: Principal, version: MemoryVersion) -> list[CheckGroup]:
-    """Results per (run, policy version), the latest run first, each with the memories
-    its detail names (statement and value, as far as the reviewer may see them)."""
+    """Results per (run, policy version), the run the status counts first (issue 43: the
+    status line and the panel show the same run), then the others latest first, each with
+    the memories its detail names (statement and value, as far as the reviewer may see)."""
     results = list(version.checks.all())
     groups: dict[tuple[str, str], list[CheckResult]] = {}
     for result in results:
         groups.setdefault((result.run, result.policy_version), []).append(result)
-    ordered = sorted(groups.items(), key=lambda kv: max(r.ran_at for r in kv[1]), reverse=True)
+    counted = current_run(results)
+    current = counted[:2] if counted else None
+    ordered = sorted(
+        groups.items(),
+        key=lambda kv: (kv[0] == current, max(r.ran_at for r in kv[1])),
+        reverse=True,
+    )
     views = {id(v.result): v for v in check_views(principal, version, results)}
     return [
-        CheckGroup(run, policy, tuple(rows), tuple(views[id(r)] for r in rows))
+        CheckGroup(
+            run, policy, tuple(rows), tuple(views[id(r)] for r in rows), (run, policy) == current
+        )
         for (run, policy), rows in ordered
     ]
 
 
-def preview_rerunning(head: MemoryVersion, scenarios: Sequence[Scenario]) -> bool:
-    """A scenario was added after the last preview run: the preview is being run again
-    (``scenario_add`` asked for it), and until it is in, its "all passed" is stale."""
-    if head.status != Status.PENDING_REVIEW or not scenarios:
-        return False
-    previews = [r.ran_at for r in head.checks.all() if r.run == CheckResult.Run.PREVIEW]
-    newest = max(s.created_at for s in scenarios)
-    return not previews or max(previews) < newest
+def preview_freshness(head: MemoryVersion) -> Stale | None:
+    """What changed since the last preview run of a version in review (a scenario added
+    or removed, a memory of its field starting or ending use, a policy, a revoked source),
+    with the rerun asked for (``approvals.freshness``); None while the preview is current.
+    Until the rerun is in, its result is not what activation would do."""
+    return preview_refresh(version=head)
 
 
 def status_line(principal: Principal, head: MemoryVersion) -> str:
@@ -110,6 +129,9 @@ class Abilities:
     is_proposer: bool
     link: bool
     correct: bool
+    # Issue 43: Reject stays once the checks failed; scenarios can be taken out.
+    reject: bool = False
+    remove_scenarios: bool = False
 
 
 def abilities(
@@ -134,6 +156,14 @@ def abilities(
         link=head.status == Status.HELD_UNRESOLVED and reviewer,
         # The owner is told of failed checks and is the one to fix them (issue 37).
         correct=head.status == Status.CHECKS_FAILED and head.owner_id == user.pk,
+        reject=reviewer
+        and not proposer
+        and (
+            head.status == Status.CHECKS_FAILED
+            or (head.status == Status.PENDING_REVIEW and not decided)
+        ),
+        remove_scenarios=head.status in OPEN_STATUSES
+        and may_change_scenarios(authority.principal, head),
     )
 
 
@@ -211,9 +241,9 @@ def item_context(
     impact = impact_rows(principal, head)
     replaceable, replace_note = _replacing(principal, oversight, head, impact, can)
     held = can.link and item.subject_id is None
-    scenarios = list(
-        Scenario.objects.filter(version__item=item, version__number__lte=head.number).order_by("pk")
-    )
+    stale = preview_freshness(head)
+    # An approval must confirm the failures of a current preview (issue 43, point 2).
+    failures = [] if stale else preview_failures(principal, head)
     events = (
         list(audit_events(tenant=principal.tenant, target=item.pk).order_by("-seq")[:50])
         if oversight.has("view_audit")
@@ -241,11 +271,16 @@ def item_context(
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
         impact=impact,
-        scenarios=scenarios,
-        rerunning=preview_rerunning(head, scenarios),
+        scenarios=scenario_rows(item, head),
+        rerunning=stale is not None,
+        stale=stale,
+        preview_failed=failures,
+        preview_failed_words=despite_words(failures),
         can=can,
         replaceable=replaceable,
         replace_note=replace_note,
+        # Issue 43, point 3: replacing is the primary action where Approve is.
+        replace_choices=[t for key, t in tied_with(impact).items() if key in replaceable],
         subject_candidates=(
             candidate_cards(principal, oversight, item.subject_mention) if held else []
         ),
@@ -289,8 +324,8 @@ def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
     item, head = dashboard_memory(principal, oversight, memory_id)
     if request.GET.get("was") == Status.CHECKING and head.status != Status.CHECKING:
         return HttpResponseClientRefresh()
-    scenarios = list(Scenario.objects.filter(version__item=item, version__number__lte=head.number))
-    rerunning = preview_rerunning(head, scenarios)
+    stale = preview_freshness(head)
+    rerunning = stale is not None
     if request.GET.get("was") == "rerunning" and not rerunning:
         return HttpResponseClientRefresh()
     context = page_context(
@@ -300,6 +335,7 @@ def item_live(request: HttpRequest, principal: Principal, memory_id: str) -> Htt
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
         rerunning=rerunning,
+        stale=stale,
         poll_seconds=POLL_SECONDS,
     )
     return render(request, "dashboard/_live.html", context)
@@ -367,6 +403,41 @@ def _reject(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str
     return "Rejected. It will never be used."
 
 
+class RemoveScenarioForm(forms.Form):
+    reason = forms.CharField(max_length=4000, strip=True)
+
+
+def remove_scenario_action(scenario_id: int) -> Action:
+    def _remove(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+        services.scenario_remove(
+            principal=principal, item=item, scenario_id=scenario_id, reason=data["reason"]
+        )
+        head = item.versions.get(number=item.head_version)
+        if head.status == Status.PENDING_REVIEW:
+            return "Scenario removed. The preview checks are running again without it."
+        if head.status == Status.CHECKS_FAILED:
+            return "Scenario removed. Run the checks again to see the result without it."
+        return "Scenario removed; the next checks run without it."
+
+    return _remove
+
+
+@require_POST
+@dashboard_view
+def remove_scenario(
+    request: HttpRequest, principal: Principal, memory_id: str, scenario_id: int
+) -> HttpResponse:
+    """Issue 43, point 6: a wrong custom scenario is taken out, with a reason, audited."""
+    return _perform(
+        request,
+        principal,
+        memory_id,
+        f"remove_scenario_form_{scenario_id}",
+        RemoveScenarioForm,
+        remove_scenario_action(scenario_id),
+    )
+
+
 def _retire(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
     flagged = services.memory_retire(
         principal=principal, item=item, reason=data["reason"], in_flight=data["in_flight"]
@@ -415,9 +486,35 @@ def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> s
     return "Scenario added; it runs with the next checks."
 
 
+DESPITE = "Approve despite these failures"
+
+
+def unconfirmed_failures(
+    request: HttpRequest, principal: Principal, memory_id: str
+) -> HttpResponse | None:
+    """Issue 43, point 2: an approval of a version whose preview failed counts only when
+    the reviewer ticked that they approve despite the failures named beside the button;
+    else the page comes back naming them, and nothing is approved."""
+    if request.POST.get("despite") == "1":
+        return None
+    oversight = Authority.load(principal)
+    _, head = dashboard_memory(principal, oversight, memory_id)
+    failures = preview_failures(principal, head)
+    if not failures:
+        return None
+    messages.error(
+        request,
+        f"Not approved: {despite_words(failures)} Tick “{DESPITE}” to approve it anyway.",
+    )
+    return render_item(request, principal, memory_id, status=409)
+
+
 @require_POST
 @dashboard_view
 def approve(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
+    refused = unconfirmed_failures(request, principal, memory_id)
+    if refused is not None:
+        return refused
     if request.POST.get("then") == "next":
         return _then_next(request, principal, memory_id)
     return _perform(

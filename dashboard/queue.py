@@ -25,6 +25,7 @@ from core.authority import REVIEW_PERMISSION, Authority
 from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, page_context
+from dashboard.decisions import despite_words, preview_failures
 from dashboard.models import SavedView
 from memory.clarifications import in_words
 from memory.models import Clarification, MemoryVersion, Status
@@ -307,11 +308,19 @@ class BulkOutcome:
     statement: str
     sentence: str
     ok: bool
+    left_out: bool = False  # its preview failed and the reviewer did not confirm it
 
 
-def approve_each(principal: Principal, memory_ids: list[str], comment: str) -> list[BulkOutcome]:
+def approve_each(
+    principal: Principal,
+    memory_ids: list[str],
+    comment: str,
+    despite: frozenset[str] = frozenset(),
+) -> list[BulkOutcome]:
     """One ``version_approve`` per memory, each in its own transaction and audited by the
-    service; one memory's refusal does not undo or stop the others."""
+    service; one memory's refusal does not undo or stop the others. A memory whose
+    preview failed is left out unless its own "approve despite" was ticked (``despite``),
+    as on its page (issue 43, point 2)."""
     oversight = Authority.load(principal)
     outcomes: list[BulkOutcome] = []
     for memory_id in dict.fromkeys(memory_ids):
@@ -319,6 +328,14 @@ def approve_each(principal: Principal, memory_ids: list[str], comment: str) -> l
         try:
             item, head = dashboard_memory(principal, oversight, memory_id)
             statement = head.statement
+            failures = preview_failures(principal, head) if memory_id not in despite else []
+            if failures:
+                sentence = (
+                    f"left out, not approved: {despite_words(failures)} Tick “approve despite” "
+                    "on its row, or open it, to approve it anyway."
+                )
+                outcomes.append(BulkOutcome(statement, sentence, ok=False, left_out=True))
+                continue
             version = services.version_approve(principal=principal, item=item, comment=comment)
             version = versions_with_details(MemoryVersion.objects.filter(pk=version.pk)).get()
         except NotFound:
@@ -344,10 +361,18 @@ def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
     if not memory_ids:
         messages.error(request, "Tick the memories to approve first.")
         return redirect(_back(view))
-    outcomes = approve_each(principal, memory_ids[:QUEUE_LIMIT], request.POST.get("comment", ""))
+    outcomes = approve_each(
+        principal,
+        memory_ids[:QUEUE_LIMIT],
+        request.POST.get("comment", ""),
+        frozenset(request.POST.getlist("despite")),
+    )
     done = sum(1 for o in outcomes if o.ok)
+    left_out = sum(1 for o in outcomes if o.left_out)
     if len(outcomes) > 1:
         summary = f"Approved {done} of {len(outcomes)}."
+        if left_out:
+            summary += f" Left out {left_out} whose preview failed."
         (messages.success if done == len(outcomes) else messages.warning)(request, summary)
     for outcome in outcomes:
         report = messages.success if outcome.ok else messages.error

@@ -32,6 +32,11 @@ urlpatterns = [
     path("memories/<str:memory_id>/replace/", item.replace, name="replace"),
     path("memories/<str:memory_id>/correct/", item.correct, name="correct"),
     path("memories/<str:memory_id>/scenarios/", item.add_scenario, name="add-scenario"),
+    path(
+        "memories/<str:memory_id>/scenarios/<int:scenario_id>/remove/",
+        item.remove_scenario,
+        name="remove-scenario",
+    ),
     path("memories/<str:memory_id>/clarify/", clarify.clarify, name="clarify"),
     path("memories/<str:memory_id>/link/", entities.link_subject, name="link-subject"),
     path("memories/<str:memory_id>/subject/", item.link_subject, name="subject-link"),

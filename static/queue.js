@@ -54,6 +54,7 @@
     switch (event.key) {
       case "j": move(1); break;
       case "k": move(-1); break;
+      // The server leaves a row whose preview failed out unless its "approve despite" is ticked.
       case "a": if (!row) { return; } approve(row); break;
       case "r": if (!row) { return; } window.location.assign(row.getAttribute("data-href") + "#reject"); break;
       case "x":
@@ -76,7 +77,7 @@
   });
 
   document.body.addEventListener("htmx:beforeRequest", function (event) {
-    var ticked = document.querySelector("#queue input[name=memory]:checked");
+    var ticked = document.querySelector("#queue input[name=memory]:checked, #queue input[name=despite]:checked");
     if (event.detail.elt.id === "queue" && ticked) { event.preventDefault(); }
   });
 

@@ -121,7 +121,7 @@ def test_rejecting_what_is_no_longer_pending_is_a_409(demo: Demo, commit: Any) -
     response = client.post(f"/memories/{memory_id}/reject/", {"reason": "too late"})
 
     assert response.status_code == 409
-    assert "Only a pending_review version can be rejected; this is active." in (
+    assert "Only a pending_review version or one whose checks failed can be rejected; " in (
         response.content.decode()
     )
 

@@ -156,7 +156,8 @@ def test_the_last_approver_of_a_tied_rule_replaces_the_rule_in_force(
     lena, rita = demo.client("lena"), demo.client("rita")
 
     first = lena.get(page).content.decode()
-    lena.post(f"{page}approve/", {"comment": "waiver agreed"})
+    # The preview shows the tie: an approval counts only with its failures confirmed.
+    lena.post(f"{page}approve/", {"comment": "waiver agreed", "despite": "1"})
     last = rita.get(page).content.decode()
     replaced = rita.post(f"{page}replace/", {"older": in_force.pk})
 
@@ -176,7 +177,7 @@ def test_a_last_approver_who_may_not_retire_the_rule_in_force_is_told_so(
 ) -> None:
     in_force, rival = _rival_rule(demo, django_capture_on_commit_callbacks)
     page = f"/memories/{rival.item_id}/"
-    demo.client("rita").post(f"{page}approve/", {"comment": "waiver agreed"})
+    demo.client("rita").post(f"{page}approve/", {"comment": "waiver agreed", "despite": "1"})
     lena = demo.client("lena")  # approves tenant-wide rules, retires nothing
 
     shown = lena.get(page).content.decode()
