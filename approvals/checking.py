@@ -38,6 +38,17 @@ def impact_now(version: MemoryVersion) -> list[checks.ContextImpact]:
     return checks.impact(version, policy, timezone.now())
 
 
+def impact_now_seen_by(
+    version: MemoryVersion, label_sets: list[frozenset[str] | None]
+) -> list[list[checks.ContextImpact]]:
+    """``impact_now`` as agents asking with each set of labels are told it (None: every
+    label the version needs), one list per set in the order given."""
+    if version.subject_id is None:
+        return [[] for _ in label_sets]
+    policy = resolver_policy(current_policy(version.tenant))
+    return checks.impact_seen_by(version, policy, timezone.now(), label_sets)
+
+
 def record_results(
     version: MemoryVersion,
     run: str,

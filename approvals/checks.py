@@ -684,10 +684,24 @@ def compare(
 
 def impact(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> list[ContextImpact]:
     """Per context the version touches (its own scope, then the scope of every other
-    active item of its subject and field): what agents are told now and after activation."""
+    active item of its subject and field): what agents are told now and after activation,
+    as an agent holding every label the version needs is told it (the stored checks)."""
+    return impact_seen_by(version, policy, now, [None])[0]
+
+
+def impact_seen_by(
+    version: MemoryVersion,
+    policy: resolver.Policy,
+    now: datetime,
+    label_sets: Sequence[frozenset[str] | None],
+) -> list[list[ContextImpact]]:
+    """``impact`` once per set of labels an agent asks with (None: every label the
+    version needs). Resolve filters what an agent is told by its key's labels, so agents
+    holding different labels can be told different things in the same context (issue 43:
+    the P-9 exception is told only to agents with ``staff``). The contexts and the
+    candidate pool are read once for all the sets."""
     seen: set[str] = set()
-    found = []
-    pool = pool_for(version)
+    specs = []
     for spec in generated_specs(version, now):
         if not spec.reports_impact:
             continue
@@ -695,8 +709,21 @@ def impact(version: MemoryVersion, policy: resolver.Policy, now: datetime) -> li
         if key in seen:
             continue
         seen.add(key)
-        found.append(compare(version, spec, policy, now, pool)[0])
-    return found
+        specs.append(spec)
+    pool = pool_for(version)
+    return [
+        [
+            compare(
+                version,
+                spec if labels is None else replace(spec, labels=tuple(sorted(labels))),
+                policy,
+                now,
+                pool,
+            )[0]
+            for spec in specs
+        ]
+        for labels in label_sets
+    ]
 
 
 def _regression(

@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from approvals.checking import impact_now
+from approvals.checking import impact_now_seen_by
 from approvals.checks import ContextImpact
 from approvals.explain import why_failed
 from core.authority import labels_visible, version_visible
 from core.principals import Principal
+from memory.keys import agent_keys_by_labels
 from memory.models import MemoryVersion, Source, Status
 from memory.resolver import Candidate
 
@@ -96,29 +97,131 @@ def _told(
     )
 
 
-def impact_rows(principal: Principal, version: MemoryVersion) -> list[ImpactRow] | None:
-    """None when impact means nothing for this version (held, decided, over)."""
+def _rows(
+    found: list[ContextImpact],
+    principal: Principal,
+    version: MemoryVersion,
+    sources: dict[str, str],
+) -> tuple[ImpactRow, ...]:
+    return tuple(
+        ImpactRow(
+            context=entry.context,
+            own_scope=entry.own_scope,
+            before=_told(entry.before, entry.before_reason, principal, version, sources),
+            after=_told(entry.after, entry.after_reason, principal, version, sources),
+            outranked=tuple(
+                _told(c, "outranked", principal, version, sources) for c in entry.outranked
+            ),
+            changed=entry.changed,
+            tie=entry.after is None and entry.after_reason == "conflict",
+        )
+        for entry in found
+    )
+
+
+# How many keys a view names before "and N more".
+KEYS_NAMED = 6
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What one group of the tenant's agent keys is told: resolve filters by a key's
+    labels, so keys holding different labels can be told different things (issue 43,
+    point 5). One view per distinct answer; the label sets and keys that share it."""
+
+    label_sets: tuple[tuple[str, ...], ...]
+    keys: tuple[str, ...]
+    key_count: int
+    rows: tuple[ImpactRow, ...]
+    everyone: bool = False  # every agent key of the tenant is told this
+    no_keys: bool = False  # the tenant has no agent key that resolves now
+
+    @property
+    def who(self) -> str:
+        """Whose view this is, in words: "agents with the label staff"."""
+        if self.no_keys:
+            return "an agent allowed to see this memory"
+        return "agents " + ", or ".join(_labels_words(labels) for labels in self.label_sets)
+
+    @property
+    def whose(self) -> str:
+        if self.no_keys:
+            return (
+                "No agent key of this tenant can resolve now; shown as an agent allowed to "
+                "see this memory would be told it."
+            )
+        if self.everyone:
+            return f"Every agent key of this tenant is told the same: shown as {self.who} see it."
+        return f"As {self.who} see it."
+
+    @property
+    def more_keys(self) -> int:
+        return self.key_count - len(self.keys)
+
+
+def _labels_words(labels: tuple[str, ...]) -> str:
+    if not labels:
+        return "with no label"
+    if len(labels) == 1:
+        return f"with the label {labels[0]}"
+    return f"with the labels {', '.join(labels[:-1])} and {labels[-1]}"
+
+
+def _key_name(key: Any) -> str:
+    return f"{key.agent_name} (key {key.prefix}…)"
+
+
+def impact_views(principal: Principal, version: MemoryVersion) -> list[AgentView] | None:
+    """What agents are told now and after activation, per context, once for each answer
+    the tenant's agent keys get: keys are grouped by their labels, each set of labels
+    asked as resolve asks it, and sets told the same thing share one view, which names
+    them and their keys. None when impact means nothing for this version (held,
+    decided, over)."""
     if version.status not in SHOWN_FOR or version.subject_id is None:
         return None
-    found: list[ContextImpact] = impact_now(version)
-    everyone = [c for i in found for c in (i.before, i.after, *i.outranked) if c is not None]
+    groups = agent_keys_by_labels(version.tenant_id)
+    ordered = sorted(groups, key=lambda labels: (len(labels), sorted(labels)))
+    asked: list[frozenset[str] | None] = list(ordered) or [None]
+    answers = impact_now_seen_by(version, asked)
+    everyone = [
+        c
+        for found in answers
+        for i in found
+        for c in (i.before, i.after, *i.outranked)
+        if c is not None
+    ]
     sources = _source_names(everyone, version.tenant_id)
-    rows = []
-    for entry in found:
-        rows.append(
-            ImpactRow(
-                context=entry.context,
-                own_scope=entry.own_scope,
-                before=_told(entry.before, entry.before_reason, principal, version, sources),
-                after=_told(entry.after, entry.after_reason, principal, version, sources),
-                outranked=tuple(
-                    _told(c, "outranked", principal, version, sources) for c in entry.outranked
-                ),
-                changed=entry.changed,
-                tie=entry.after is None and entry.after_reason == "conflict",
+    if not ordered:
+        rows = _rows(answers[0], principal, version, sources)
+        return [AgentView((), (), 0, rows, no_keys=True)]
+    # Label sets told the same (ids and reasons, context by context) share a view.
+    shared: dict[str, list[int]] = {}
+    for at, found in enumerate(answers):
+        told = json.dumps([i.as_dict() for i in found], sort_keys=True)
+        shared.setdefault(told, []).append(at)
+    views = []
+    for members in shared.values():
+        keys = [key for at in members for key in groups[ordered[at]]]
+        views.append(
+            AgentView(
+                label_sets=tuple(tuple(sorted(ordered[at])) for at in members),
+                keys=tuple(_key_name(key) for key in keys[:KEYS_NAMED]),
+                key_count=len(keys),
+                rows=_rows(answers[members[0]], principal, version, sources),
+                everyone=len(shared) == 1,
             )
         )
-    return rows
+    return views
+
+
+def impact_rows(principal: Principal, version: MemoryVersion) -> list[ImpactRow] | None:
+    """Every view's rows together (ties are found in any of them); None when impact
+    means nothing for this version."""
+    return view_rows(impact_views(principal, version))
+
+
+def view_rows(views: list[AgentView] | None) -> list[ImpactRow] | None:
+    return None if views is None else [row for view in views for row in view.rows]
 
 
 def tied_with(rows: Iterable[ImpactRow] | None) -> dict[str, Told]:

@@ -38,7 +38,15 @@ from dashboard.decisions import (
     scenario_rows,
 )
 from dashboard.history import lineage_changes, lineage_timeline, version_diff
-from dashboard.impact import CheckView, ImpactRow, check_views, impact_rows, tied_with
+from dashboard.impact import (
+    CheckView,
+    ImpactRow,
+    check_views,
+    impact_rows,
+    impact_views,
+    tied_with,
+    view_rows,
+)
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from dashboard.questions import ClarifyForm, open_questions
 from dashboard.queue import next_in_queue
@@ -238,7 +246,9 @@ def item_context(
     }
     can = abilities(oversight, head, versions)
     questions = open_questions(principal, head)
-    impact = impact_rows(principal, head)
+    # One view per answer the tenant's agent keys get (issue 43, point 5).
+    views = impact_views(principal, head)
+    impact = view_rows(views)
     replaceable, replace_note = _replacing(principal, oversight, head, impact, can)
     held = can.link and item.subject_id is None
     stale = preview_freshness(head)
@@ -271,6 +281,7 @@ def item_context(
         checks=checks_summary(head),
         check_groups=check_groups(principal, head),
         impact=impact,
+        impact_views=views,
         scenarios=scenario_rows(item, head),
         rerunning=stale is not None,
         stale=stale,

@@ -134,3 +134,22 @@ def touch(key: ApiKey) -> None:
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
     key.last_used_at = now
+
+
+def agent_keys_by_labels(tenant_id: int) -> dict[frozenset[str], list[ApiKey]]:
+    """The tenant's agent keys that resolve now (not revoked, not expired), grouped by
+    the labels they resolve with (``Principal.labels`` of an agent key: the key's own):
+    each group is told the same by resolve. In one query, by name then prefix."""
+    now = timezone.now()
+    keys = (
+        ApiKey.objects.filter(
+            tenant_id=tenant_id, principal=ApiKey.Principal.AGENT, revoked_at__isnull=True
+        )
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .only("prefix", "agent_name", "labels")
+        .order_by("agent_name", "prefix")
+    )
+    groups: dict[frozenset[str], list[ApiKey]] = {}
+    for key in keys:
+        groups.setdefault(frozenset(str(label) for label in key.labels), []).append(key)
+    return groups
