@@ -17,6 +17,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from approvals import wording
 from core import authority
 from core.principals import principal_for_user
 from memory.models import MemoryVersion
@@ -87,6 +88,10 @@ class Line:
     status: str
     owned: bool
     url: str
+    # Issue 43, point 12: what a reader needs to triage it, in words (``approvals.wording``).
+    checks: str = ""
+    deciders: str = ""
+    corrects: str = ""
 
     @property
     def versions(self) -> str:
@@ -116,10 +121,13 @@ def line(version: MemoryVersion, user: User, now: datetime, numbers: Sequence[in
         proposed=when(version.recorded_at, zone, now),
         expires=when(version.expires_at, zone, now),
         approvals_required=version.approvals_required,
-        reason=version.status_reason,
+        reason=wording.reason_words(version, principal),
         status=version.status,
         owned=version.owner_id == user.pk,
         url=f"{settings.SITE_URL}/memories/{version.item_id}/",
+        checks=wording.check_words(version, principal),
+        deciders=wording.decider_words(version, user),
+        corrects=wording.correction_words(version, principal),
     )
 
 

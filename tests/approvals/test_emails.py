@@ -65,12 +65,10 @@ def test_a_reviewer_is_told_of_an_enterprise_rule_with_its_statement_and_value_i
     assert _one_per_person(smtp) == ["lena@example.com", "omar@example.com", "rita@example.com"]
     (message,) = smtp.to("omar@example.com")
     body = _well_written(message)
-    assert _subject(message) == (
-        f'[Memgov] Waiting for your review: an enterprise rule "material_checks": “{STATEMENT}”'
-    )
+    assert _subject(message) == (f"[Memgov] Waiting for your review: “{STATEMENT}”")
     assert memory["id"] not in _subject(message)  # a statement, not an id (issue 37)
     assert "An enterprise rule waits for your review (2 approvals required)." in text(message)
-    assert f"Statement: {STATEMENT}" in text(message)
+    assert text(message).splitlines()[4] == f"“{STATEMENT}”"  # the headline (issue 43)
     assert f'Value:     "{EXCEPTION}"' in text(message)
     assert re.search(r"Proposed:  by agent:bot, \d{4}-\d\d-\d\d \d\d:\d\d CET \(just now\)", body)
     assert re.search(r"Expires:   \d{4}-\d\d-\d\d \d\d:\d\d CE(S)?T \(in 3 months\)", body)
@@ -90,7 +88,7 @@ def test_a_busy_queue_gives_each_reviewer_one_digest_and_the_daily_reminder_is_o
     (digest,) = smtp.to("omar@example.com")
     body = _well_written(digest)
     assert digest["Subject"] == "[Memgov] 2 memories wait for your review"
-    assert body.count(f"Statement: {STATEMENT}") == 2
+    assert text(digest).count(f"“{STATEMENT}”") == 2
     assert "A task fact, field" in body
 
     smtp.messages.clear()

@@ -25,10 +25,7 @@ def test_a_p9_rule_is_announced_to_its_reviewers_and_not_to_a_reviewer_of_p10(fl
     # rita and lena review rules tenant-wide, omar on P-9; pia only on P-10, nora nothing.
     assert recipients() == ["lena@example.com", "omar@example.com", "rita@example.com"]
     omar = next(m for m in mail.outbox if m.to == ["omar@example.com"])
-    assert omar.subject == (
-        '[Memgov] Waiting for your review: an enterprise rule "material_checks": '
-        f"“{memory['statement']}”"
-    )
+    assert omar.subject == f"[Memgov] Waiting for your review: “{memory['statement']}”"
     assert memory["id"] in omar.body  # in the link
     assert omar.alternatives[0][1] == "text/html"  # type: ignore[attr-defined]
 

@@ -134,7 +134,7 @@ def test_an_item_failing_revalidation_is_suspended_until_the_cause_is_fixed_and_
         "rita@example.com",
     ]
     assert {m.subject for m in mail.outbox} == {
-        "[Memgov] Re-validation suspended material_checks: “Renewals follow exception APR-2291.”"
+        "[Memgov] Re-validation suspended: “Renewals follow exception APR-2291.”"
     }
     assert "It is suspended" in mail.outbox[0].body
 

@@ -63,8 +63,7 @@ def test_each_reviewer_opens_the_item_from_the_link_in_their_email(
     for name in ("rita", "omar"):
         (message,) = smtp.to(f"{name}@demo.memgov.local")
         assert " ".join(message["Subject"].split()) == (
-            f'[Memgov] Waiting for your review: an enterprise rule "renewal_discount": '
-            f"“{version.statement}”"
+            f"[Memgov] Waiting for your review: “{version.statement}”"
         )
         links = LINK.findall(_text(message))
         assert links == [f"http://127.0.0.1:8000/memories/{version.item_id}/"]
@@ -108,7 +107,7 @@ def test_the_owner_is_warned_7_days_and_1_day_ahead_and_the_link_opens_the_item(
     warnings = smtp.to("sam@demo.memgov.local")
     subjects = [" ".join(m["Subject"].split()) for m in warnings]
     assert len(subjects) == 2
-    prefix = "[Memgov] Expiring: delivery_address: “Order order-a goes to Dana's office.”, "
+    prefix = "[Memgov] Expiring: “Order order-a goes to Dana's office.”, "
     assert subjects[0].startswith(prefix) and subjects[0].endswith(" UTC (in 5 days)")
     assert subjects[1].startswith(prefix) and subjects[1].endswith(" UTC (in 20 hours)")
     (link,) = set(LINK.findall(_text(warnings[0])) + LINK.findall(_text(warnings[1])))

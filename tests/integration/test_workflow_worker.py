@@ -301,7 +301,6 @@ def test_with_a_real_worker_a_published_policy_suspends_what_now_fails(flow: Flo
         assert flow.resolved_ids(P9) == [confirmed]
         wait_for("the suspension emails", lambda: len(mail.outbox) == 3)
         assert {m.subject for m in mail.outbox} == {
-            "[Memgov] Re-validation suspended material_checks: "
-            "“Renewals follow exception APR-2291.”"
+            "[Memgov] Re-validation suspended: “Renewals follow exception APR-2291.”"
         }
         assert Outbox.objects.get(kind="revalidation.run").dispatched_at is not None
