@@ -11,6 +11,7 @@ last lines of a process that stopped)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -39,14 +40,20 @@ STARTUP_SECONDS = float(os.environ.get("MEMGOV_RUN_STARTUP_SECONDS", "180"))
 _RECORD = re.compile(
     r"^(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d{4}-\d\d-\d\d|\{\"|\S+ - \S+ \[|\S+\.py:\d+: \w+Warning)"
 )
-_ERROR = re.compile(r"[\s\[\"](?:ERROR|CRITICAL|FATAL)[\s\]/:\"]")
-_ACCESS = re.compile(r"^\S+ - \S+ \[")
+# The level of a plain record: Django's "date time LEVEL", Celery's "[date: LEVEL/process]",
+# gunicorn's "[date] [pid] [LEVEL]".
+_ERROR = re.compile(r"^(?:\S+ \S+ |\[[^\]]*: |\[[^\]]*\] \[\d+\] \[)(?:ERROR|CRITICAL)\b")
 
 
 def _is_error(record_line: str) -> bool:
-    """An error record: its level (within the line's head) is ERROR or CRITICAL. A request
-    line is never one, whatever its path says: a server error logs its own record."""
-    return not _ACCESS.match(record_line) and bool(_ERROR.search(record_line[:120]))
+    """An error record: logged at ERROR or CRITICAL. A request line is never one, whatever
+    its path: a server error logs a record of its own."""
+    if record_line.startswith("{"):
+        try:
+            return json.loads(record_line).get("level") in ("ERROR", "CRITICAL")
+        except (ValueError, AttributeError):
+            return False
+    return bool(_ERROR.match(record_line))
 
 
 class Output:
