@@ -631,14 +631,24 @@ def _as_text(body: Any) -> str:
 
 
 def _delete_cache_entries(erasure: Erasure) -> bool:
-    """Delete up to a batch of the subject's Redis entries; Redis is outside the
-    transaction, so an entry deleted by a run killed before commit is not counted
-    (it is gone either way)."""
+    """Delete up to a batch of the Redis entries that may quote her: the subject's own
+    answers and those of every subject whose facts referenced her (their answers were
+    cached before the erasure retired those facts, and would keep her values until they
+    expired). Redis is outside the transaction, so an entry deleted by a run killed
+    before commit is not counted (it is gone either way)."""
     if not settings.CACHE_URL:
         return False
     client = cache.redis_client()
-    prefix = generations.entry_prefix(erasure.tenant_id, erasure.subject_id)
-    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))[: batch_size()]
+    referencing = MemoryVersion.objects.filter(
+        pk__in=_referencing(erasure.tenant_id, erasure.subject).values("version_id")
+    ).values_list("subject_id", flat=True)
+    subjects = [erasure.subject_id, *sorted({str(s) for s in referencing if s})]
+    keys: list[Any] = []
+    for subject_id in subjects:
+        prefix = generations.entry_prefix(erasure.tenant_id, subject_id)
+        keys += list(client.scan_iter(match=f"{prefix}*", count=1000))[: batch_size() - len(keys)]
+        if len(keys) >= batch_size():
+            break
     if not keys:
         client.delete(generations.subject_generation_key(erasure.tenant_id, erasure.subject_id))
         return False
