@@ -21,7 +21,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django_htmx.http import HttpResponseClientRedirect
 
-from core.authority import MANAGE_WEBHOOKS, Authority, has_tenant_permission
+from core.authority import (
+    MANAGE_WEBHOOKS,
+    REVIEW_PERMISSION,
+    Authority,
+    has_tenant_permission,
+)
 from core.errors import DomainError, NotFound
 from core.models import Tenant
 from core.principals import Principal, principal_for_user
@@ -97,6 +102,13 @@ def dashboard_view(view: PageView[P]) -> Callable[..., HttpResponse]:
     return wrapper
 
 
+def reviews_anything(authority: Authority) -> bool:
+    """Whether this person could ever be asked to decide: a review grant of any kind, on
+    the tenant or on a scope value. Someone without one starts on "Your memories"."""
+    codes = set(REVIEW_PERMISSION.values())
+    return bool(codes & authority.on_tenant) or any(c in codes for c, _, _ in authority.on_values)
+
+
 def navigation(request: HttpRequest) -> dict[str, Any]:
     """Context processor: the header of every page, error pages included — the tenant's
     name, and only the links this person can use (``core.authority``)."""
@@ -109,7 +121,11 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
     allowed = Authority.load(principal)
     return {
         "tenant": principal.tenant,
-        "nav": {"audit": allowed.has("view_audit"), "admin": user.is_staff},
+        "nav": {
+            "audit": allowed.has("view_audit"),
+            "admin": user.is_staff,
+            "queue": reviews_anything(allowed),  # nobody else is ever asked to decide
+        },
     }
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 
 from core.errors import InvalidContent
 from core.kinds import MemoryKind
+from dashboard import values
 from memory.erasure import MAX_REASON
 from memory.models import Scenario, Status
 from memory.resolver import (
@@ -143,10 +145,16 @@ LINK_CONFIRM_REQUIRED = "Tick the box to confirm what linking does."
 
 class CorrectionForm(DashboardForm):
     """What the owner changes after failed checks; everything else is copied from the
-    failed version (``memory_correct``), and the new version goes to review again."""
+    failed version (``memory_correct``), and the new version goes to review again.
+
+    The value is typed as the field catalog's ``value_schema`` says (``dashboard.values``:
+    a string field is a text box); ``head_version`` is the version the page showed, sent
+    as If-Match, so a correction of a version that changed meanwhile is refused."""
 
     id_prefix = "correct"
-    value = forms.JSONField(help_text='JSON, e.g. "4 Dock Road" (with the quotes).')
+    value_schema: Mapping[str, Any] | None = None
+    value = values.JsonValueField()
+    head_version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     statement = forms.CharField(
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -155,6 +163,16 @@ class CorrectionForm(DashboardForm):
     scope = ContextField(
         required=False, max_length=2000, help_text="dimension=value, separated by commas"
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["value"] = values.value_field(self.value_schema)
+
+    @classmethod
+    def for_schema(cls, schema: Mapping[str, Any] | None) -> type[CorrectionForm]:
+        """This form with the value field a schema calls for (a class: the view builds
+        it from the POST as it builds every other form)."""
+        return type("CorrectionForm", (cls,), {"value_schema": schema})
 
     def correction(self) -> dict[str, Any]:
         return {

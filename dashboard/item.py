@@ -29,6 +29,7 @@ from core.authority import Authority, is_proposer, may_change_scenarios
 from core.errors import Conflict, DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard import forms as dashboard_forms
+from dashboard import values
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices
 from dashboard.decisions import (
@@ -225,6 +226,7 @@ def item_context(
 ) -> dict[str, Any]:
     versions = list(memory_versions(item))
     previous = next((v for v in versions if v.number == head.number - 1), None)
+    schema = values.schema_for(principal.tenant.pk, head.field)  # the correction's value box
     blank: dict[str, forms.Form] = {
         "approve_form": dashboard_forms.ApproveForm(),
         "reject_form": dashboard_forms.RejectForm(),
@@ -233,9 +235,10 @@ def item_context(
         "revoke_form": dashboard_forms.RevokeSourceForm(),
         "link_form": dashboard_forms.LinkSubjectForm(),
         "clarify_form": ClarifyForm(),
-        "correct_form": dashboard_forms.CorrectionForm(
+        "correct_form": dashboard_forms.CorrectionForm.for_schema(schema)(
             initial={
-                "value": head.value,
+                "value": values.shown_value(schema, head.value),
+                "head_version": head.number,
                 "statement": head.statement,
                 "scope": ", ".join(f"{dim}={value}" for dim, value in head.scope.items()),
             }
@@ -484,7 +487,8 @@ def _correct(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> st
     version = proposals.memory_correct(
         principal=principal,
         item=item,
-        if_match=str(item.head_version),
+        # The version the page showed: a correction of one that changed since is a 409.
+        if_match=str(data["head_version"]),
         data={k: data[k] for k in ("value", "statement", "scope")},
     )
     return f"Correction proposed as version {version.number}; it is now {version.status}."
@@ -574,9 +578,12 @@ def recheck(request: HttpRequest, principal: Principal, memory_id: str) -> HttpR
 @require_POST
 @dashboard_view
 def correct(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
-    return _perform(
-        request, principal, memory_id, "correct_form", dashboard_forms.CorrectionForm, _correct
+    """The value is read as the field catalog's schema says (a string field: a text box)."""
+    _, head = dashboard_memory(principal, Authority.load(principal), memory_id)
+    form = dashboard_forms.CorrectionForm.for_schema(
+        values.schema_for(principal.tenant.pk, head.field)
     )
+    return _perform(request, principal, memory_id, "correct_form", form, _correct)
 
 
 @require_POST

@@ -21,12 +21,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from approvals import services
-from core.authority import REVIEW_PERMISSION, Authority
+from core.authority import Authority
 from core.errors import DomainError, NotFound
 from core.principals import Principal
-from dashboard.access import dashboard_memory, dashboard_view, page_context
+from dashboard.access import dashboard_memory, dashboard_view, page_context, reviews_anything
 from dashboard.decisions import despite_words, preview_failures
 from dashboard.models import SavedView
+from dashboard.owner import needing_you
 from memory.clarifications import in_words
 from memory.models import Clarification, MemoryVersion, Status
 from memory.representations import checks_summary
@@ -230,9 +231,7 @@ def _choices(rows: list[QueueRow]) -> dict[str, list[str]]:
 def may_review_anything(principal: Principal) -> bool:
     """Whether this person could ever be asked to decide: an empty queue means "nothing
     waits" only for them; anyone else is told what they can do instead."""
-    authority = Authority.load(principal)
-    codes = set(REVIEW_PERMISSION.values())
-    return bool(codes & authority.on_tenant) or any(c in codes for c, _, _ in authority.on_values)
+    return reviews_anything(Authority.load(principal))
 
 
 def _queue_context(principal: Principal, view: QueueView) -> dict[str, Any]:
@@ -260,8 +259,14 @@ def _queue_context(principal: Principal, view: QueueView) -> dict[str, Any]:
 @require_GET
 @dashboard_view
 def queue_page(request: HttpRequest, principal: Principal) -> HttpResponse:
+    """The start page after signing in. Someone who reviews nothing is never asked to
+    decide: a bare visit takes them to their own memories (issue 43, point 9); a reviewer
+    is told here how many of theirs need them."""
+    if not request.GET and not may_review_anything(principal):
+        return redirect("dashboard:owner")
     view = _requested_view(request, principal)
-    return render(request, "dashboard/queue.html", _queue_context(principal, view))
+    context = _queue_context(principal, view)
+    return render(request, "dashboard/queue.html", {**context, "yours": needing_you(principal)})
 
 
 @require_GET

@@ -91,7 +91,8 @@ class Site:
         page.get_by_label("Username").fill(name)
         page.get_by_label("Password").fill(f"{name}-demo-pass")
         page.get_by_role("button", name="Sign in").click()
-        page.wait_for_url(f"{self.url}/")
+        # A reviewer starts on the queue, someone who reviews nothing on "Your memories".
+        page.wait_for_url(lambda url: url in (f"{self.url}/", f"{self.url}/mine/"))
 
     @contextmanager
     def worker(self) -> Iterator[None]:

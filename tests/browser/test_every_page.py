@@ -116,6 +116,7 @@ PAGES = [
     ("policy", "rita", "/policy/"),
     ("overview", "rita", "/overview/"),
     ("queue_sam_no_audit_link", "sam", "/"),
+    ("your_memories_sam", "sam", "/mine/"),
     ("entities_omar", "omar", "/entities/"),
     ("subject_dana", "rita", "/entities/{dana_subject}/"),
     ("not_found", "omar", "/memories/{order_a}/"),

@@ -24,6 +24,7 @@ def pages(site: Site) -> list[str]:
     subjects = {s for s in (demo.item(key).subject_id for key in demo.items) if s is not None}
     return [
         "/",
+        "/mine/",
         "/browse/",
         f"/browse/?tt_subject={demo.item('sarah_pune').subject_id}",
         "/entities/",

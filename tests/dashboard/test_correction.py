@@ -29,7 +29,11 @@ def test_a_correction_that_is_not_json_is_refused_and_changes_nothing(
     demo: Demo, django_capture_on_commit_callbacks: Any
 ) -> None:
     memory_id = _failed(demo)
-    body = {"value": "4 Dock Road", "statement": "Order order-a goes to the office."}
+    body = {
+        "value": "4 Dock Road",
+        "statement": "Order order-a goes to the office.",
+        "head_version": "1",
+    }
 
     with django_capture_on_commit_callbacks(execute=True):
         refused = demo.client("sam").post(f"/memories/{memory_id}/correct/", body)

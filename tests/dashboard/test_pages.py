@@ -80,6 +80,7 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
     permission_grant(tenant=demo.tenant, user=rita, codename="manage_webhooks")
     pages = {
         "/": "Your review queue",
+        "/mine/": "Your memories",
         "/queue/rows/": "Order order-a goes to Dana",
         "/browse/": "Sarah moved to Pune in March.",
         "/browse/?kind=enterprise_rule&status=pending_review&scope=project%3DP-9": "P-9",

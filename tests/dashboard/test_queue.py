@@ -62,10 +62,14 @@ def test_lena_reviews_rules_but_not_task_facts(demo: Demo) -> None:
     assert set(_queue(demo.client("lena"))) == {demo.items["p9_rule"], demo.items["tenant_rule"]}
 
 
-def test_sam_without_review_authority_has_an_empty_queue(demo: Demo) -> None:
-    response = demo.client("sam").get("/")
+def test_sam_without_review_authority_starts_on_his_memories_and_has_an_empty_queue(
+    demo: Demo,
+) -> None:
+    start = demo.client("sam").get("/")
+    response = demo.client("sam").get("/?view=all")
 
-    assert _queue(demo.client("sam")) == []
+    assert (start.status_code, start["Location"]) == (302, "/mine/")
+    assert QUEUE_LINK.findall(response.content.decode()) == []
     body = response.content.decode()
     assert "Nothing waits for your decision." not in body
     assert "You do not review memories, so no decision will ever wait for you here." in body
