@@ -24,21 +24,23 @@ from memory.models import MemoryVersion, Policy, Scenario, Source, Status
 
 @dataclass(frozen=True)
 class Stale:
-    """The preview ran at ``ran_at``, before ``change`` (in words) at ``changed_at``."""
+    """The preview ran at ``ran_at``, before ``change`` (in words) at ``changed_at``; a
+    version in review with no preview yet has ``ran_at`` None (its first run is due)."""
 
-    ran_at: datetime
+    ran_at: datetime | None
     change: str
     changed_at: datetime
 
 
 def preview_staleness(version: MemoryVersion) -> Stale | None:
     """The latest change since the last preview run that may change its answer, or None
-    when the preview is current (or there is none to be stale: not in review, no run)."""
+    when the preview is current (or there is none to be stale: not in review). A version
+    in review with no preview yet is due its first one, asked for when it was recorded."""
     if version.status != Status.PENDING_REVIEW or version.subject_id is None:
         return None
     preview = latest_preview(version.checks.all())
     if not preview:
-        return None
+        return Stale(ran_at=None, change="it was recorded", changed_at=version.recorded_at)
     ran_at = min(r.ran_at for r in preview)
     changes: list[tuple[datetime, str]] = []
     added = (

@@ -114,3 +114,13 @@ def test_a_scenario_added_or_removed_after_the_preview_makes_it_stale(flow: Flow
     )
     stale = preview_staleness(head(pending["id"]))
     assert stale is not None and stale.change == "a scenario was removed"
+
+
+def test_a_version_in_review_with_no_preview_yet_is_due_its_first_run(flow: Flow):
+    pending = flow.rule({"project": "P-9"})
+    CheckResult.objects.filter(version=head(pending["id"])).delete()
+
+    stale = preview_staleness(head(pending["id"]))
+
+    assert stale is not None
+    assert (stale.ran_at, stale.change) == (None, "it was recorded")
