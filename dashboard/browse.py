@@ -18,6 +18,7 @@ from core.errors import NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.forms import BrowseForm, TimeTravelForm
+from memory.catalog import advisory_words
 from memory.models import Entity, MemoryVersion
 from memory.representations import checks_summary
 from memory.resolution import ResolveRequest, decide, resolution_body
@@ -103,6 +104,8 @@ def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | 
     for row in body["facts"] + body["plans"]:
         value = row["value"]
         row["value_text"] = value if isinstance(value, str) else json.dumps(value)
+        system = row.get("authoritative_system")
+        row["advisory_words"] = advisory_words(system["name"]) if system else ""
         start = row.get("valid_from")
         row["valid_from_at"] = parse_datetime(start) if isinstance(start, str) else None
     return {

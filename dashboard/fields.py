@@ -4,6 +4,7 @@ tenant admin edits an entry through the same answer function the REST ``PUT`` ca
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -20,16 +21,19 @@ from core.errors import DomainError
 from core.kinds import MemoryKind
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
+from dashboard.forms import in_sentences
 from memory.catalog import field_list, field_representation
 
 
 class FieldForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, label="Field name")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     value_schema = forms.CharField(
         required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text='A JSON Schema, e.g. {"type": "string"}; empty takes any value.',
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "code"}),
+        help_text='A JSON Schema, written as JSON (double quotes), e.g. {"type": "string"}; '
+        "the schema shown in the table above can be pasted here. Empty takes any value.",
     )
     kinds = forms.MultipleChoiceField(
         choices=MemoryKind.choices,
@@ -53,9 +57,18 @@ class FieldForm(forms.Form):
     def clean_value_schema(self) -> Any:
         text = self.cleaned_data["value_schema"].strip()
         try:
-            return json.loads(text) if text else {}
-        except ValueError as exc:
-            raise forms.ValidationError(f"not JSON: {exc}") from exc
+            schema = json.loads(text) if text else {}
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"This is not JSON (line {exc.lineno}, column {exc.colno}): "
+                f"{exc.msg[:1].lower()}{exc.msg[1:]}. Write the schema as JSON, with double "
+                "quotes, as the table above shows it."
+            ) from exc
+        if not isinstance(schema, dict):
+            raise forms.ValidationError(
+                'A schema is a JSON object, between { and }, such as {"type": "string"}.'
+            )
+        return schema
 
     def body(self) -> dict[str, Any]:
         """The REST ``PUT`` body this form stands for."""
@@ -77,12 +90,44 @@ class FieldForm(forms.Form):
         return body
 
 
+def schema_json(schema: Any) -> str:
+    """A value schema as the page shows it and the form takes it back: JSON, indented
+    (issue 43, point 11: a Python dict failed when pasted back)."""
+    return json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+# Where a refusal of the catalog's input shape is shown: beside the field it names.
+SYSTEM_FIELDS = {"name": "system_name", "url": "system_url", "tool": "system_tool"}
+
+
+def _problems(found: Any) -> list[str]:
+    if isinstance(found, Mapping):
+        return [p for inner in found.values() for p in _problems(inner)]
+    if isinstance(found, list | tuple):
+        return [p for inner in found for p in _problems(inner)]
+    return [str(found)]
+
+
+def place_errors(form: FieldForm, errors: Mapping[str, Any]) -> None:
+    """The service's 422 beside the fields it names, the rest above the form; what the
+    person typed stays in the form."""
+    for member, found in errors.items():
+        if member == "authoritative_system" and isinstance(found, Mapping):
+            for inner, problems in found.items():
+                for problem in _problems(problems):
+                    form.add_error(SYSTEM_FIELDS.get(inner, "system_name"), in_sentences(problem))
+            continue
+        target = "system_name" if member == "authoritative_system" else member
+        for problem in _problems(found):
+            form.add_error(target if target in form.fields else None, in_sentences(problem))
+
+
 def _initial(entry: dict[str, Any]) -> dict[str, Any]:
     system = entry["authoritative_system"] or {}
     return {
         "name": entry["name"],
         "description": entry["description"],
-        "value_schema": json.dumps(entry["value_schema"]) if entry["value_schema"] else "",
+        "value_schema": schema_json(entry["value_schema"]) if entry["value_schema"] else "",
         "kinds": entry["kinds"],
         "required_scope": ", ".join(entry["required_scope"]),
         "default_expiry_days": entry["default_expiry_days"],
@@ -96,6 +141,8 @@ def _render(
     request: HttpRequest, principal: Principal, form: FieldForm | None = None, status: int = 200
 ) -> HttpResponse:
     entries = [field_representation(d) for d in field_list(principal)]
+    for entry in entries:
+        entry["value_schema_json"] = schema_json(entry["value_schema"])
     editing = next((e for e in entries if e["name"] == request.GET.get("name")), None)
     if form is None:
         form = FieldForm(initial=_initial(editing) if editing else None)
@@ -119,14 +166,17 @@ def field_save(request: HttpRequest, principal: Principal) -> HttpResponse:
     require_manage_fields(principal)  # before reading the form: no errors for the refused
     form = FieldForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Please correct the field form.")
+        messages.error(request, "Nothing was saved: see the field marked below.")
         return _render(request, principal, form, status=422)
     try:
         field_defined(principal, form.cleaned_data["name"], form.body())
     except (DomainError, ValidationError) as exc:
-        errors = getattr(exc, "errors", None) or getattr(exc, "detail", {})
-        for member, problems in dict(errors).items():
-            messages.error(request, f"{member}: {'; '.join(map(str, problems))}")
+        errors = getattr(exc, "errors", None) or getattr(exc, "detail", None)
+        if isinstance(errors, Mapping):
+            place_errors(form, errors)
+        else:
+            form.add_error(None, in_sentences(str(getattr(exc, "detail", exc))))
+        messages.error(request, "Nothing was saved: see the field marked below.")
         return _render(request, principal, form, status=getattr(exc, "status", 422))
     messages.success(request, f"Field {form.cleaned_data['name']} saved.")
     return redirect(reverse("dashboard:fields"))

@@ -52,6 +52,7 @@ from dashboard.linking import candidate_cards, link_confirmation, link_effect, l
 from dashboard.questions import ClarifyForm, open_questions
 from dashboard.queue import next_in_queue
 from memory import proposals
+from memory.catalog import advisory_for
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status
 from memory.representations import checks_summary
@@ -272,6 +273,8 @@ def item_context(
         item=item,
         head=head,
         value_json=json.dumps(head.value, indent=2, ensure_ascii=False),
+        # Issue 43, point 11: a field another system holds is memory only.
+        advisory=advisory_for(principal.tenant.pk, head.field),
         status_line=status_line(principal, head),
         previous=previous,
         diff=version_diff(previous, head),

@@ -19,6 +19,7 @@ from dashboard.access import dashboard_view, page_context
 from dashboard.browse import linkable, openable_counts
 from dashboard.forms import EraseForm
 from dashboard.impact import ABSTAINS
+from memory.catalog import advisory_words
 from memory.erasure import erasure_start
 from memory.export import export_subject
 from memory.models import Entity, Erasure
@@ -43,6 +44,10 @@ def told_now(principal: Principal, entity: Entity) -> list[dict[str, Any]]:
             "memory_id": f["memory_id"],
             "kind": f["kind"],
             "openable": f["memory_id"] in openable,
+            # A field another system holds is memory only (issue 43, point 11).
+            "advisory": (
+                advisory_words(f["authoritative_system"]["name"]) if f.get("advisory") else ""
+            ),
         }
         for f in body["facts"]
     ]

@@ -38,6 +38,19 @@ def system_of(name: str, url: str, tool: str) -> dict[str, Any]:
     return {"name": name, "url": url or None, "tool": tool or None}
 
 
+def advisory_words(system_name: str) -> str:
+    """What a value of a field with an authoritative system is, in the words the context
+    block's ``[advisory]`` lines and the dashboard both use (issue 43, point 11)."""
+    return f"memory only — the system of record is {system_name}"
+
+
+def advisory_for(tenant_id: int, field_name: str) -> str:
+    """``advisory_words`` for a field whose catalog entry names a system, else ""."""
+    definition = definitions_for(tenant_id, {field_name}).get(field_name)
+    system = authoritative_system(definition) if definition is not None else None
+    return advisory_words(system["name"]) if system is not None else ""
+
+
 def field_representation(definition: FieldDefinition) -> dict[str, Any]:
     return {
         "name": definition.name,

@@ -25,6 +25,7 @@ from audit.chain import canonical_json
 from core.errors import Gone, NotFound
 from core.principals import Principal
 from memory import resolution
+from memory.catalog import advisory_words
 from memory.models import Entity, MemoryVersion, Status
 from memory.resolver import KIND_RANK, VERIFICATION_RANK
 from memory.selectors import current_policy, entity_match, match_decision
@@ -177,8 +178,8 @@ def _fact_items(subject: _Subject, body: Mapping[str, Any], purpose: str) -> lis
                 )
             else:
                 line = (
-                    f"- [advisory] {head}: memory says {said}; {system['name']} holds the "
-                    f"committed value ({_system_text(system)}) ({labels})."
+                    f"- [advisory] {head}: memory says {said}; "
+                    f"{advisory_words(system['name'])} ({_system_text(system)}) ({labels})."
                 )
             items.append(_Item("advisory", (1, *rank), entry, line))
             continue
