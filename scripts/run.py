@@ -11,6 +11,7 @@ last lines of a process that stopped)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -67,7 +68,7 @@ class Output:
         self.path = path
         self._file = path.open("a", encoding="utf-8", errors="replace", buffering=1)
         self._lock = threading.Lock()
-        self.tails: dict[str, deque[str]] = {}
+        self.tails: dict[str, deque[tuple[str, bool]]] = {}  # last lines, and whether shown
 
     def write(self, name: str, text: str) -> None:
         with self._lock:
@@ -81,11 +82,11 @@ class Output:
             shown = False
             for line in stream:
                 self.write(name, line)
-                tail.append(line.rstrip("\n"))
                 if line.startswith("Traceback"):
                     shown = True
                 elif _RECORD.match(line):
                     shown = _is_error(line)
+                tail.append((line.rstrip("\n"), shown))
                 if shown:
                     print(f"[{name}] {line}", end="", file=sys.stderr, flush=True)
 
@@ -177,10 +178,11 @@ def _stopped(processes: dict[str, subprocess.Popen[str]], output: Output) -> boo
     for name, process in processes.items():
         if process.poll() is not None:
             time.sleep(0.5)  # its last lines reach the log
-            tail = "\n".join(output.tails.get(name, ()))
+            unseen = [line for line, shown in output.tails.get(name, ()) if not shown]
             print(
-                f"\nThe {name} process stopped (exit status {process.returncode}); its last "
-                f"lines:\n{tail}\nAll of its output: {_shown(output.path)}",
+                f"\nThe {name} process stopped (exit status {process.returncode})"
+                + (":\n" + "\n".join(unseen) if unseen else ".")
+                + f"\nAll of its output: {_shown(output.path)}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -189,6 +191,7 @@ def _stopped(processes: dict[str, subprocess.Popen[str]], output: Output) -> boo
 
 
 def main() -> int:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even if inherited ignored
     env = _env()
     port = env["MEMGOV_PORT"]
     url = f"http://127.0.0.1:{port}"
@@ -232,22 +235,27 @@ def main() -> int:
     processes: dict[str, subprocess.Popen[str]] = {}
 
     def stop(*_: object) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the children's own
+        """SIGTERM to each (a graceful stop: gunicorn's and Celery's), then SIGKILL to what
+        is left of its process group: a web worker whose master has gone would otherwise
+        keep the port."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C again: stopping already
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
         for process in processes.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
     def stop_and_exit(*_: object) -> None:
         stop()
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop_and_exit)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C, even if inherited ignored
+    signal.signal(signal.SIGHUP, stop_and_exit)  # the terminal closed: its group is ours alone
     try:
         for name, command, _ in (web, worker, webhooks):
             process = subprocess.Popen(  # noqa: S603 - fixed command lines
@@ -259,6 +267,7 @@ def main() -> int:
                 stderr=subprocess.STDOUT,
                 text=True,
                 errors="replace",
+                process_group=0,  # its own group: Ctrl-C reaches run.py, which stops it
             )
             processes[name] = process
             if process.stdout:  # always: stdout=PIPE
@@ -310,4 +319,7 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--celery-worker"]:
         _celery_worker_here(Path(sys.argv[2]), sys.argv[3:])
     else:
-        sys.exit(main())
+        try:
+            sys.exit(main())
+        except KeyboardInterrupt:  # Ctrl-C while setting up: nothing runs yet
+            sys.exit(0)

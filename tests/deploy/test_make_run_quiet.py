@@ -197,6 +197,9 @@ def test_make_run_prints_its_banner_last_and_keeps_the_terminal_quiet(tmp_path: 
             process.wait()
     reader.join(timeout=5)
     shown = "".join(terminal)
+    with socket.socket() as again:  # nothing it started still holds the port
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))
 
     # The banner is the last thing printed, and Ctrl-C adds nothing after it.
     assert len(terminal) == printed_before_stop, shown
