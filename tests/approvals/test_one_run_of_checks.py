@@ -72,7 +72,7 @@ def test_a_preview_older_than_a_sibling_s_activation_is_stale_and_reruns(flow: F
 
     assert stale is not None
     assert stale.change == "another memory of this field started being used"
-    assert stale.ran_at < stale.changed_at
+    assert stale.ran_at is not None and stale.ran_at < stale.changed_at
     with flow._committed():
         assert preview_refresh(version=head(pending["id"])) == stale
     fresh = flow.memory(pending["id"])["checks"]
