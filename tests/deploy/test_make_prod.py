@@ -163,7 +163,7 @@ def prod(world: World, tmp_path: Path) -> Iterator[Prod]:
     env.pop("DEBUG", None)
     with log.open("wb") as out:
         process = subprocess.Popen(
-            ["make", "--no-print-directory", "-o", ".venv/.installed", "prod"],  # noqa: S607 - the project's own Makefile target, make from PATH
+            ["make", "--no-print-directory", "-o", ".venv/.installed-runtime", "prod"],  # noqa: S607 - the project's own Makefile target, make from PATH
             cwd=ROOT,
             env=env,
             stdout=out,
