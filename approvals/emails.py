@@ -106,7 +106,10 @@ def line(version: MemoryVersion, user: User, now: datetime, numbers: Sequence[in
     principal = principal_for_user(user)
     visible = principal is not None and authority.version_visible(version, principal)
     zone = version.tenant.zone
-    scope = " ".join(f"{dim}={value}" for dim, value in sorted(version.scope.items()))
+    scope = " ".join(
+        "tenant-wide" if (dim, value) == ("tenant", "*") else f"{dim}={value}"
+        for dim, value in sorted(version.scope.items())
+    )  # "tenant-wide": the one name the dashboard uses too
     return Line(
         memory_id=version.item_id,
         numbers=tuple(numbers) or (version.number,),

@@ -81,6 +81,23 @@ def linkable(principal: Principal, body: dict[str, Any]) -> set[str]:
     return {v.item_id for v in versions if v.number == v.item.head_version and oversight.sees(v)}
 
 
+def name_considered(principal: Principal, body: dict[str, Any], openable: set[str]) -> None:
+    """Give each considered row the statement of its version, for a memory this person may
+    open and a version they may see: a row reads as what it says, not as its id."""
+    rows = [row for row in body.get("considered", []) if row["memory_id"] in openable]
+    wanted = {(row["memory_id"], row["version"]) for row in rows}
+    oversight = Authority.load(principal)
+    said = {
+        (v.item_id, v.number): v.statement
+        for v in MemoryVersion.objects.filter(
+            tenant=principal.tenant, item_id__in={m for m, _ in wanted}
+        )
+        if (v.item_id, v.number) in wanted and oversight.sees(v)
+    }
+    for row in rows:
+        row["statement"] = said.get((row["memory_id"], row["version"]), "")
+
+
 def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | None:
     """The resolver's answer for the chosen subject, context and both times (explained)."""
     if not form.is_valid():
@@ -108,10 +125,12 @@ def time_travel(principal: Principal, form: TimeTravelForm) -> dict[str, Any] | 
         row["advisory_words"] = advisory_words(system["name"]) if system else ""
         start = row.get("valid_from")
         row["valid_from_at"] = parse_datetime(start) if isinstance(start, str) else None
+    openable = linkable(principal, body)
+    name_considered(principal, body, openable)
     return {
         "subject": subject,
         "body": body,
-        "linkable": linkable(principal, body),
+        "linkable": openable,
         # The body's times are the API's ISO strings; the page shows them in the tenant's zone.
         "valid_at": parse_datetime(body["valid_at"]) if body.get("valid_at") else None,
         "known_at": parse_datetime(body["known_at"]) if body.get("known_at") else None,

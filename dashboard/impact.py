@@ -70,7 +70,7 @@ def _source_names(candidates: Iterable[Candidate], tenant_id: int) -> dict[str, 
     for source in rows:
         ref = f" {source.external_ref}" if source.external_ref else ""
         number = f" v{source.version}" if source.external_ref and source.version else ""
-        names[source.pk] = f"{source.kind}{ref}{number}"
+        names[source.pk] = f"{source.kind.replace('_', ' ')}{ref}{number}"  # "business record"
     return names
 
 

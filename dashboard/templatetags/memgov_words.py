@@ -4,6 +4,8 @@ a status or a kind to what pages say, so no page shows ``pending_review`` or
 
 from __future__ import annotations
 
+import re
+
 from django import template
 
 from approvals.emails import kind_name
@@ -40,3 +42,32 @@ def kind_word(kind: str) -> str:
 def scope_pair_word(pair: str) -> str:
     """ "tenant=*" → "tenant-wide", the one name every page gives that scope."""
     return "tenant-wide" if pair == "tenant=*" else pair
+
+
+OUTCOME_WORDS = {  # the resolver's outcomes, abstentions and qualifiers, as time travel says them
+    "selected": "chosen",
+    "conflict": "conflict: equally ranked values",
+    "no_applicable_fact": "no fact applies",
+    "valid_from_unknown": "start unknown",
+    "pending_correction": "a correction is pending",
+    "outranked": "outranked",
+    "out_of_scope": "does not apply in this context",
+    "not_valid_at_time": "not valid at that time",
+    "expired": "expired",
+}
+
+
+@register.filter
+def outcome_word(outcome: str) -> str:
+    """ "out_of_scope" → "does not apply in this context"."""
+    return OUTCOME_WORDS.get(str(outcome), str(outcome).replace("_", " "))
+
+
+CODED = re.compile(r"\b(" + "|".join(k for k in OUTCOME_WORDS if "_" in k) + r")\b")
+
+
+@register.filter
+def detail_words(text: str) -> str:
+    """A check's recorded detail with the resolver's codes in words ("abstains: no fact
+    applies"); the rest of the sentence is already words."""
+    return CODED.sub(lambda m: OUTCOME_WORDS[m.group(1)], str(text))

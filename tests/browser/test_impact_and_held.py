@@ -89,7 +89,7 @@ def test_a_held_mention_is_linked_from_the_queue_and_then_reviewed(site: Site) -
     card.get_by_role("button", name="Link to this entity").click()
 
     expect(page.get_by_role("status").first).to_contain_text("Linked to Dana Kim")
-    expect(page.locator(".page-head .badge")).to_have_text("pending_review")
+    expect(page.locator(".page-head .badge")).to_have_text("waiting for review")
     expect(page.locator("#subject")).to_have_count(0)
     page.get_by_label("Comment").fill("Dana Kim's order, per the call.")
     page.get_by_role("button", name="Approve version 1").click()

@@ -32,7 +32,7 @@ def test_a_reviewer_finds_reads_approves_and_watches_the_checks_make_it_active(
     page.get_by_role("button", name="Approve version 1").click()
     badge = page.locator(".page-head .badge")
     expect(page.get_by_role("status").first).to_contain_text("the scenario checks are running")
-    expect(badge).to_have_text("checking")
+    expect(badge).to_have_text("checks running")
     expect(page.locator("#live progress")).to_be_visible()
     screenshot(page, "item_checking")
 

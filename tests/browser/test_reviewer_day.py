@@ -84,7 +84,7 @@ def test_linking_a_held_preference_says_it_activates_without_review_and_then_doe
     status = page.get_by_role("status").first
     expect(status).to_contain_text("Linked to Dana Kim")
     expect(status).to_contain_text("if they pass it becomes active without review")
-    expect(page.locator(".page-head .badge")).to_have_text("checking")
+    expect(page.locator(".page-head .badge")).to_have_text("checks running")
     with site.worker():
         expect(page.locator(".page-head .badge")).to_have_text("active")
     screenshot(page, "item_linked_preference_active_1280")
@@ -167,7 +167,7 @@ def test_a_failed_check_reads_as_one_sentence_and_its_owner_proposes_a_correctio
         # Its preview failed: the approval counts once the failures are confirmed (issue 43).
         page.get_by_label("Approve despite these failures").check()
         page.get_by_role("button", name="Approve version 1").click()
-        expect(page.locator(".page-head .badge")).to_have_text("checks_failed")
+        expect(page.locator(".page-head .badge")).to_have_text("checks failed")
 
     line = page.locator("#status-line")
     expect(line).to_have_text(

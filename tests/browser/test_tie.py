@@ -50,7 +50,7 @@ def test_a_tie_shows_in_red_and_rita_activates_the_new_one_retiring_the_older(
     site.sign_in(page, "rita")
     with site.worker():  # the gate checks fail on the tie
         page.goto(f"{site.url}/memories/{new.item_id}/")
-        expect(page.locator(".page-head .badge")).to_have_text("checks_failed")
+        expect(page.locator(".page-head .badge")).to_have_text("checks failed")
     page.reload()
 
     tie = page.locator("#impact .would-tie")

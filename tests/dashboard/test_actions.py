@@ -13,6 +13,7 @@ from django.utils.html import escape
 
 from approvals.models import Revalidation
 from audit.models import AuditEvent
+from dashboard.templatetags.memgov_words import outcome_word
 from memory import proposals
 from memory.models import MemoryVersion, Policy, Scenario
 from memory.resolution import ResolveRequest, decide, resolution_body, resolve_for
@@ -380,7 +381,8 @@ def test_time_travel_answers_what_resolve_would_on_both_time_axes(demo: Demo) ->
             assert f"<strong>{escape(fact['value'])}</strong>" in page
             assert escape(fact["reason"]) in page
         for gap in told["abstentions"]:
-            assert f"<strong>{gap['reason']}</strong> — {escape(gap['detail'])}" in page
+            said = outcome_word(gap["reason"])  # in words (issue 43, point 14)
+            assert f"<strong>{said}</strong> — {escape(gap['detail'])}" in page
         assert ("Plans (never the current state)" in page) == bool(told["plans"])
         assert f"Everything considered ({len(told['considered'])})" in page
     assert "Nothing is known about this subject at that time." in before_known.content.decode()
