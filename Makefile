@@ -15,14 +15,16 @@ export DJANGO_SETTINGS_MODULE := config.settings
 # [project] dependencies only, and the Python client. The client is its own package
 # (clients/python); pip cannot name it by a relative path inside pyproject.toml, so it is
 # installed here, editable. An existing virtualenv is kept (never made again over itself).
+# pip 25.1 reads dependency groups (below), and installing with it first is quicker than
+# with the pip a new virtualenv has (23.2: about 3 s more CPU for these packages).
 $(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet -e . -e ./clients/python
 	touch $@
 
-# The dependency group `dev` of pyproject.toml (pip 25.1 reads groups), after the above.
+# The dependency group `dev` of pyproject.toml, after the above.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(RUNTIME_STAMP)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet --group dev
 	touch $@
 
