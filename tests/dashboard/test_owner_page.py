@@ -187,7 +187,8 @@ def test_a_correction_of_a_version_that_changed_meanwhile_is_refused(
         again = sam.post(f"/memories/{memory_id}/correct/", {**body, "head_version": "1"})
 
     assert first.status_code == 302
-    assert again.status_code in (403, 409)  # version 2 is in review: no longer sam's to correct
+    assert again.status_code == 409  # the form showed version 1; the head is now 2
+    assert "Version 1 is not the head; the head is 2." in again.content.decode()
     assert demo.item("order_a").head_version == 2
 
 
