@@ -515,8 +515,10 @@ def _narrow_to_origin(version: MemoryVersion, origin: MemoryVersion, errors: rul
         if not narrowed:
             errors.add(
                 "choice",
-                f"that value is visible to {', '.join(origin.visibility)} and this memory to "
-                f"{', '.join(own)}: no one could see the result; propose it again instead",
+                f"that value comes from a memory visible to holders of "
+                f"{' or '.join(origin.visibility)}, and this memory to holders of "
+                f"{' or '.join(own)}; a memory carries one set of labels, so it cannot keep "
+                "both: propose the value again with the labels it should carry",
             )
             return
         version.visibility = narrowed

@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from contract.answers import validated
 from contract.serializers import StrictInput
-from core.cursors import MAX_CURSOR_CHARS, CursorCodec
+from core.cursors import MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
@@ -61,7 +61,7 @@ class Page:
 # Each list's cursors are its own (core.cursors): signed, so one not given out is a 422.
 SEARCH_CURSOR = CursorCodec("search", (int, str, str))  # Candidate.key
 PROPOSALS_CURSOR = CursorCodec("proposals", (int,))
-ENTITY_FACTS_CURSOR = CursorCodec("entity-facts", (str,))
+ENTITY_FACTS_CURSOR = CursorCodec("entity-facts", (str, str))  # (entity, last item)
 
 
 def _search_key(cursor: str) -> tuple[int, str, str]:
@@ -177,7 +177,11 @@ def entity_facts(principal: Principal, data: Any) -> Page:
     entity = selectors.access_entity(principal, valid["entity_id"])
     facts = selectors.versions_with_details(references.facts_about(principal, entity))
     limit = valid["limit"]
-    after = ENTITY_FACTS_CURSOR.decode(valid["cursor"])[0] if valid.get("cursor") else ""
+    after = ""
+    if valid.get("cursor"):
+        listed, after = (str(part) for part in ENTITY_FACTS_CURSOR.decode(valid["cursor"]))
+        if listed != entity.pk:  # another entity's list gave it out
+            raise InvalidContent({"cursor": [NOT_GIVEN_OUT]})
     page = list(facts.filter(item_id__gt=after).order_by("item_id")[: limit + 1])
     more = len(page) > limit
     page = page[:limit]
@@ -189,5 +193,5 @@ def entity_facts(principal: Principal, data: Any) -> Page:
             }
             for v in page
         ],
-        next_cursor=ENTITY_FACTS_CURSOR.encode([page[-1].item_id]) if more else None,
+        next_cursor=ENTITY_FACTS_CURSOR.encode([entity.pk, page[-1].item_id]) if more else None,
     )

@@ -14,8 +14,10 @@ from memory.visibility import VisibleTo
 
 
 def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
-    """None only when the task never resolved: a resolve that was told nothing (only
-    abstentions) is still a recorded retrieval, with nothing in ``used``."""
+    """None when the task never resolved, or when every fact it was told is hidden from
+    this caller (a 404, so a hidden task's existence is not told either); a resolve that
+    was told nothing (only abstentions) is still a recorded retrieval, with nothing in
+    ``used``."""
     records = list(
         RetrievalRecord.objects.filter(tenant=principal.tenant, task_id=task_id)
         .order_by("retrieved_at", "pk")
@@ -39,6 +41,9 @@ def task_record(principal: Principal, task_id: str) -> dict[str, Any] | None:
         # as resolve leaves it out (a flag still counts for needs_reverification).
         return (item_id, number) in versions
 
+    told_nothing = any(not record.uses.all() for record in records)
+    if uses and not told_nothing and not any(visible(u.item_id, u.version_number) for _, u in uses):
+        return None  # every fact it used is hidden from this caller: as if it never ran
     uses = [(r, u) for r, u in uses if visible(u.item_id, u.version_number)]
     return {
         "task_id": task_id,

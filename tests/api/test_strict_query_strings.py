@@ -224,6 +224,18 @@ def test_another_lists_cursor_is_a_422(world: World, lists: dict[str, Listing], 
     assert_problem(response, 422, "cursor")
 
 
+def test_one_entitys_facts_cursor_does_not_page_another_entitys_facts(
+    world: World, lists: dict[str, Listing]
+):
+    """The facts of each entity are a list of their own: its cursor names the entity."""
+    cursor = _first_cursor(world, lists["entity_facts"])
+    other = create_entity(world.client("agent"), "Globex Depot", "site")
+
+    response = world.client("agent").get(f"{API}/entities/{other}/facts", {"cursor": cursor})
+
+    assert_problem(response, 422, "cursor")
+
+
 def test_a_cursor_signed_with_another_secret_key_is_a_422(
     world: World, lists: dict[str, Listing], settings: Any
 ):

@@ -277,3 +277,20 @@ def test_a_label_no_one_holds_is_refused_naming_visibility(world, northwind):
         ).status_code
         == 201
     )
+
+
+def test_a_finance_value_for_a_staff_only_memory_is_refused_in_words(
+    world, northwind, credit_limit
+):
+    """A memory carries one set of labels: it cannot be both staff-only and finance-only."""
+    body = {**the_same_as_before(world, northwind), "visibility": ["staff"]}
+    held = world.client("finance").post("/api/v1/memories", body, format="json").json()
+
+    refused = world.client("finance").post(
+        f"/api/v1/memories/{held['id']}/clarify", {"choice": "opt_1"}, format="json"
+    )
+
+    assert refused.status_code == 422
+    (message,) = refused.json()["errors"]["choice"]
+    assert "holders of finance" in message and "cannot keep both" in message
+    assert MemoryVersion.objects.get(item_id=held["id"]).value is None

@@ -123,6 +123,23 @@ def test_a_task_record_shows_another_principal_only_what_it_may_see(
     assert "refund_account" not in json.dumps(staff)
 
 
+def test_a_task_told_only_hidden_facts_is_unknown_to_who_may_not_see_them(
+    world, dana, home, refund_account, payroll
+):
+    _, finance = payroll
+    resolve(finance, subject=dana, fields=["refund_account"], task_id="refund-9")
+
+    theirs = finance.get("/api/v1/tasks/refund-9")
+    staff = world.client("agent").get("/api/v1/tasks/refund-9")
+
+    assert [u["memory_id"] for u in theirs.json()["used"]] == [refund_account.item_id]
+    assert staff.status_code == 404
+    assert staff.json() == world.client("agent").get("/api/v1/tasks/never-ran").json() | {
+        "detail": staff.json()["detail"]
+    }
+    assert "refund-9" in staff.json()["detail"]
+
+
 def test_a_hidden_retirement_still_says_reverify_but_not_what(
     world, story, dana, home, refund_account, payroll
 ):
