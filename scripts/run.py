@@ -33,7 +33,7 @@ MAIL_DIR = VAR / "mail"
 LOG = VAR / "log" / "run.log"
 READY_DIR = VAR / "run"  # a Celery worker of make run touches <name>.ready here when ready
 # How long the web server and the workers may take to come up (a loaded machine, a cold disk).
-STARTUP_SECONDS = float(os.environ.get("MEMGOV_RUN_STARTUP_SECONDS", "180"))
+STARTUP_SECONDS = 180
 
 # The first line of a log record, in the formats the processes write: Django's plain and
 # JSON lines (config/logs.py), gunicorn's and Celery's "[date ...]", an access-log line, a
@@ -280,7 +280,7 @@ def main() -> int:
                 return 1
             if time.monotonic() > deadline:
                 print(
-                    f"Not up after {STARTUP_SECONDS:.0f} s; see {_shown(LOG)}.",
+                    f"Not up after {STARTUP_SECONDS} s; see {_shown(LOG)}.",
                     file=sys.stderr,
                     flush=True,
                 )
