@@ -260,3 +260,12 @@ def test_secrets_are_referenced_and_never_inlined(rendered):
             assert refs == ["memgov-secrets"], name
             inline = {e["name"] for e in container.get("env", []) if "value" in e}
             assert not (inline & SECRET_NAMES), name
+
+
+def test_web_trusts_its_one_ingress_so_each_client_has_its_own_sign_in_throttle(rendered):
+    [config] = by_kind(rendered, "ConfigMap").values()
+
+    # Only the ingress reaches web (the NetworkPolicy above): its X-Forwarded-For entry
+    # is the client's address. With 0, every client would share one lockout.
+    assert config["data"]["MEMGOV_TRUSTED_PROXIES"] == "1"
+    assert config["data"]["MEMGOV_TRUST_X_FORWARDED_PROTO"] == "true"
