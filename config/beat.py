@@ -4,9 +4,12 @@ Beat kept when each periodic task last ran in a file under /tmp (an emptyDir, a 
 every restart forgot it, so a daily task waited another 24 h after each rollout and
 ``apply-retention`` or the reminders might never run (issue 36). Here each entry's last
 run is written to a Redis hash when beat sends it, and read back when beat starts or takes
-over, so a restart resumes the wait instead of restarting it. The broker's Redis holds it:
-queued tasks already depend on that Redis being durable (appendonly), and a restore drill
-flushes the cache's database, never the broker's (docs/operations.md).
+over, so a restart resumes the wait instead of restarting it; an entry that never ran
+counts from when a beat first saw it. The daily tasks run at a time of day (crontab in
+settings), so a time passed while beat was down is sent once when it returns (issue 47).
+The broker's Redis holds it: queued tasks already depend on that Redis being durable
+(appendonly), and a restore drill flushes the cache's database, never the broker's
+(docs/operations.md).
 
 A second beat (a rollout that overlaps, a scaled Deployment, two ``make prod``) is
 harmless: only the holder of a lease (``SET NX`` with a TTL, renewed every tick) sends;
@@ -47,6 +50,11 @@ return 0
 """
 
 
+def _aware(when: datetime | None) -> datetime:
+    when = when or datetime.now(UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 def heartbeat_path() -> Path:
     return Path(settings.VAR_DIR) / "beat-heartbeat"
 
@@ -85,14 +93,21 @@ class RedisScheduler(Scheduler):
             if entry is not None:
                 entry.last_run_at = datetime.fromisoformat(str(when))
         self._heap = None  # ordered again by the restored times
+        # An entry that never ran counts from when a beat first saw it, not from each
+        # start: a daily time passed while beat was down is then caught up once (issue 47).
+        for name, entry in self.schedule.items():
+            if name not in stored:
+                try:
+                    self.redis.hsetnx(STATE_KEY, name, _aware(entry.last_run_at).isoformat())
+                except RedisError:
+                    logger.warning("beat: could not store %s's first sight", name, exc_info=True)
+                    return
 
     def reserve(self, entry: ScheduleEntry) -> Any:
         """Remember the run before sending it: a beat that dies after sending does not
         send it again on restart (before: at most once more, never 24 h late)."""
         new_entry: Any = super().reserve(entry)
-        when: datetime = new_entry.last_run_at
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
+        when = _aware(new_entry.last_run_at)
         try:
             self.redis.hset(STATE_KEY, new_entry.name, when.isoformat())
         except RedisError:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str
@@ -194,7 +196,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TIMEZONE = "UTC"
+# The time zone of the daily tasks' times of day below (an IANA name, e.g. Europe/Berlin).
+CELERY_TIMEZONE = env_str("MEMGOV_SCHEDULE_TIME_ZONE", "UTC")
+try:
+    ZoneInfo(CELERY_TIMEZONE)
+except (ZoneInfoNotFoundError, ValueError) as _error:
+    raise ImproperlyConfigured(
+        f"MEMGOV_SCHEDULE_TIME_ZONE {CELERY_TIMEZONE!r} is not a known time zone"
+    ) from _error
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -389,6 +398,19 @@ MEMGOV_AUDIT_KEYS = env_str("MEMGOV_AUDIT_KEYS")
 
 # Rows an erasure changes per transaction (memory/erasure.py).
 MEMGOV_ERASURE_BATCH = env_int("MEMGOV_ERASURE_BATCH", 500)
+
+
+def _daily_at(name: str, value: str) -> crontab:
+    """A daily task at a time of day (HH:MM in MEMGOV_SCHEDULE_TIME_ZONE), not 24 h after
+    beat started: a beat restarted more often than daily never reached an interval's end
+    (issue 47). A time missed while beat was down is run once when it returns
+    (config/beat.py keeps the last run across restarts)."""
+    hour, _, minute = value.partition(":")
+    if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+        raise ImproperlyConfigured(f"{name} must be a time of day as HH:MM, not {value!r}")
+    return crontab(minute=int(minute), hour=int(hour))
+
+
 CELERY_BEAT_SCHEDULE = {
     "sweep-stuck-checks": {"task": "approvals.tasks.sweep_stuck_checks", "schedule": 60.0},
     "sweep-outbox": {"task": "approvals.tasks.sweep_outbox", "schedule": 30.0},
@@ -400,9 +422,12 @@ CELERY_BEAT_SCHEDULE = {
     "expire-due-memory": {"task": "approvals.tasks.expire_due_memory", "schedule": 30.0},
     "remind-pending-and-expiring": {
         "task": "approvals.tasks.remind_pending_and_expiring",
-        "schedule": 24 * 3600.0,
+        "schedule": _daily_at("MEMGOV_REMINDERS_AT", env_str("MEMGOV_REMINDERS_AT", "08:00")),
     },
-    "apply-retention": {"task": "approvals.tasks.apply_retention", "schedule": 24 * 3600.0},
+    "apply-retention": {
+        "task": "approvals.tasks.apply_retention",
+        "schedule": _daily_at("MEMGOV_RETENTION_AT", env_str("MEMGOV_RETENTION_AT", "03:00")),
+    },
     "resume-stalled-erasures": {
         "task": "approvals.tasks.resume_stalled_erasures",
         "schedule": 60.0,
