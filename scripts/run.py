@@ -115,8 +115,8 @@ def _shown(path: Path) -> str:
 
 
 def _prepare(env: dict[str, str], output: Output) -> str:
-    """Migrate, collect the static files and load the demo in one process (one Django start
-    instead of three); the demo's logins and keys, as load_demo printed them."""
+    """Migrate and load the demo in one process (one Django start instead of two); the
+    demo's logins and keys, as load_demo printed them."""
     done = subprocess.run(
         [sys.executable, "-m", "scripts.run", "--prepare"],
         cwd=ROOT,
@@ -135,11 +135,14 @@ def _prepare(env: dict[str, str], output: Output) -> str:
 def _prepare_here() -> None:
     """``--prepare``: what _prepare runs, in the child."""
     import django  # noqa: PLC0415 - the child alone loads Django, not make run's own process
+    from django.conf import settings  # noqa: PLC0415
     from django.core.management import call_command  # noqa: PLC0415
 
     django.setup()
     call_command("migrate", interactive=False, verbosity=0, stdout=sys.stderr)
-    call_command("collectstatic", interactive=False, verbosity=0, stdout=sys.stderr)
+    # No collectstatic (18 MB copied and gzipped): whitenoise serves each file from the app
+    # that holds it (WHITENOISE_USE_FINDERS); an empty STATIC_ROOT keeps it from warning.
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
     call_command("load_demo")  # its logins and keys on stdout: the banner prints them
 
 
@@ -210,8 +213,10 @@ def main() -> int:
         [
             str(BIN / "gunicorn"),
             "config.wsgi:application",  # the site, the API and the MCP server at /mcp
-            *("-c", "deploy/gunicorn.conf.py"),  # as deployed, on fewer processes
-            *("--bind", f"127.0.0.1:{port}", "--workers", "2"),
+            *("-c", "deploy/gunicorn.conf.py"),  # as deployed, on fewer processes:
+            # one, whose MEMGOV_WEB_THREADS (8) answer a demo; a second would be one more
+            # Django to start on two cores before the banner.
+            *("--bind", f"127.0.0.1:{port}", "--workers", "1"),
             *("--access-logfile", "-", "--log-level", "warning"),
         ],
         None,

@@ -165,6 +165,12 @@ def test_make_run_prints_its_banner_last_and_keeps_the_terminal_quiet(tmp_path: 
         # Up when it says so: the site answers at once, and the worker runs the loop.
         with urllib.request.urlopen(f"{base}/accounts/login/", timeout=5) as page:  # noqa: S310
             assert page.status == 200
+            styles = re.findall(r'/static/[^"]+\.css', page.read().decode())
+        # Static files without collectstatic: the site's own and the API docs' (sidecar).
+        for static in (*styles, "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css"):
+            with urllib.request.urlopen(f"{base}{static}", timeout=5) as sheet:  # noqa: S310
+                assert sheet.status == 200 and sheet.read(), static
+        assert styles
         key = (var / "demo-agent-key").read_text().strip()
         rita = (var / "demo-rita-key").read_text().strip()
         source = _call(base, key, "POST", "/sources", {
