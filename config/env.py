@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -48,3 +49,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def redis_database(url: str) -> tuple[str, str] | None:
+    """The Redis server and database number a URL names (``redis://h:6379`` is database 0
+    of h:6379, as redis-py reads it), or None for a URL that is not Redis."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"redis", "rediss", "unix"}:
+        return None
+    db = parse_qs(parts.query).get("db", ["0"])[0]
+    if parts.scheme == "unix":
+        return parts.path, db
+    server = f"{(parts.hostname or 'localhost').lower()}:{parts.port or 6379}"
+    return server, parts.path.strip("/") or db

@@ -15,7 +15,7 @@ import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_int, env_list, env_str, redis_database
 from config.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -177,6 +177,15 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
+# Outside DEBUG the cache and the queue may not share a Redis database: the restore runbook
+# empties the cache's database (docs/operations.md), which would drop queued tasks and
+# beat's last runs with it (issue 47).
+if not DEBUG and CACHE_URL and redis_database(CACHE_URL) == redis_database(CELERY_BROKER_URL):
+    raise ImproperlyConfigured(
+        "CACHE_URL and CELERY_BROKER_URL (each defaults to REDIS_URL) name the same Redis "
+        "database: give the cache its own, e.g. REDIS_URL=redis://host:6379/0 and "
+        "CACHE_URL=redis://host:6379/1, so emptying the cache keeps the queued tasks"
+    )
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -5,7 +5,8 @@ migrate, serve the production web role (gunicorn with ``deploy/gunicorn.conf.py`
 answer one API request with a key. A dependency imported at run time but named only in
 the dev group, or missing from the lockfile, fails here, not in production.
 
-    DATABASE_URL=postgres://… REDIS_URL=redis://… python3 scripts/check_runtime_install.py
+    DATABASE_URL=postgres://… REDIS_URL=redis://…/0 CACHE_URL=redis://…/1 \
+        python3 scripts/check_runtime_install.py
 
 ``.ci/run`` runs it on its own database. Exit status 0 when everything answered."""
 
@@ -52,8 +53,8 @@ def _get(url: str, key: str = "") -> tuple[int, bytes]:
 
 
 def main() -> None:
-    if not os.environ.get("DATABASE_URL") or not os.environ.get("REDIS_URL"):
-        sys.exit("set DATABASE_URL and REDIS_URL")
+    if not all(os.environ.get(name) for name in ("DATABASE_URL", "REDIS_URL", "CACHE_URL")):
+        sys.exit("set DATABASE_URL, REDIS_URL and CACHE_URL (the cache on another database)")
     with tempfile.TemporaryDirectory(prefix="memgov-runtime-") as scratch:
         venv = Path(scratch) / "venv"
         python = str(venv / "bin" / "python")
@@ -62,6 +63,7 @@ def main() -> None:
             "HOME": os.environ.get("HOME", scratch),
             "DATABASE_URL": os.environ["DATABASE_URL"],
             "REDIS_URL": os.environ["REDIS_URL"],
+            "CACHE_URL": os.environ["CACHE_URL"],
             "SECRET_KEY": secrets.token_urlsafe(50),
             "DEBUG": "false",
             "ALLOWED_HOSTS": "127.0.0.1",

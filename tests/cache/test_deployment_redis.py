@@ -87,7 +87,7 @@ def test_a_process_with_another_cache_database_stops_at_start_and_says_why(two_d
         **os.environ,
         "DATABASE_URL": database_url(),
         "CACHE_URL": broker,
-        "CELERY_BROKER_URL": broker,
+        "CELERY_BROKER_URL": cache,  # swapped: one database for both would be refused first
         "MEMGOV_API_KEY": "mg_irrelevant_the_check_comes_first",
         "GUNICORN_BIND": f"127.0.0.1:{free_port()}",
         "GUNICORN_WORKERS": "1",

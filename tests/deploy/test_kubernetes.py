@@ -21,7 +21,10 @@ from tests.deploy.support import DEPLOY
 BASE = DEPLOY / "k8s" / "base"
 OVERLAY = DEPLOY / "k8s" / "overlays" / "example"
 MIGRATE = DEPLOY / "k8s" / "migrate"
-SECRET_NAMES = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "EMAIL_URL", "MEMGOV_METRICS_TOKEN"}
+SECRET_NAMES = {
+    *("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CACHE_URL", "EMAIL_URL"),
+    "MEMGOV_METRICS_TOKEN",
+}
 SCHEMA_VERSION = "1.33.0"  # a current Kubernetes release, also checked against the newest
 
 
