@@ -417,15 +417,13 @@ def _released(
 
 
 def _clarified_reason(option: clarifications.Option) -> str:
-    """What was chosen, in words: the value and the memory it was copied from (both
-    readable by whoever may read this version, whose labels now include the origin's),
-    or the label the proposer gave it."""
+    """What was chosen, in words, for whoever may read this version: its value (the
+    version's own now). Not the memory it came from: a statement here would be a copy
+    no erasure of that memory's subject follows. The dashboard names it live, as far
+    as the reader may see it."""
     value = option.body["value"]
     said = f"“{value}”" if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if option.origin is not None:
-        return f"value clarified: {said}, from “{option.origin.statement}”"
-    label = str(option.body.get("label") or "")
-    return f"value clarified: {said}" + (f" ({label})" if label and label != value else "")
+    return f"value clarified: {said}"
 
 
 def memory_clarify(

@@ -17,12 +17,13 @@ from core.errors import DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page
 from dashboard.item import render_item
-from dashboard.questions import ClarifyForm
+from dashboard.questions import ClarifyForm, chosen_from
 from memory.models import Clarification, MemoryVersion, Status
 
 
-def _answered(version: MemoryVersion) -> str:
-    """What the answer did, with what was chosen in words (the stored reason)."""
+def _answered(version: MemoryVersion, origin: MemoryVersion | None) -> str:
+    """What the answer did, with what was chosen in words (the stored reason) and the
+    memory it came from, as far as the reviewer may see it."""
     if version.status == Status.HELD_UNRESOLVED:
         return "Value set. Its subject question is still open: link the subject below."
     then = (
@@ -30,7 +31,8 @@ def _answered(version: MemoryVersion) -> str:
         if version.status == Status.CHECKING
         else "It now waits for review like any other proposal."
     )
-    return f"Answered ({version.status_reason}). {then}"
+    source = f", from “{origin.statement}”" if origin is not None else ""
+    return f"Answered ({version.status_reason}{source}). {then}"
 
 
 @require_POST
@@ -61,7 +63,7 @@ def clarify(request: HttpRequest, principal: Principal, memory_id: str) -> HttpR
     except DomainError as exc:
         messages.error(request, exc.detail)
         return render_item(request, principal, memory_id, status=exc.status)
-    messages.success(request, _answered(version))
+    messages.success(request, _answered(version, chosen_from(principal, version)))
     return redirect(reverse("dashboard:item", args=[memory_id]))
 
 

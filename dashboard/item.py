@@ -49,7 +49,7 @@ from dashboard.impact import (
     view_rows,
 )
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
-from dashboard.questions import ClarifyForm, open_questions
+from dashboard.questions import ClarifyForm, chosen_from, open_questions
 from dashboard.queue import next_in_queue
 from memory import proposals
 from memory.catalog import advisory_for
@@ -306,6 +306,7 @@ def item_context(
         all_entities=entity_choices(principal) if held else [],
         value_question=next((q for q in questions if q.about_value), None),
         may_clarify=bool(questions) and (can.is_proposer or oversight.may_review(head)),
+        chosen_from=chosen_from(principal, head),
         events=events,
         poll_seconds=POLL_SECONDS,
         **{**blank, **(bound or {})},

@@ -74,3 +74,22 @@ class ClarifyForm(forms.Form):
     choice = forms.CharField(
         max_length=40, error_messages={"required": "Choose the value it means."}
     )
+
+
+def chosen_from(reader: Principal, version: MemoryVersion) -> MemoryVersion | None:
+    """The memory a just-clarified value was copied from, when ``reader`` may see it: the
+    stored reason names the value only, and the page adds where it came from."""
+    if not version.status_reason.startswith("value clarified:"):
+        return None
+    answered = (
+        Clarification.objects.filter(
+            version=version, member=Clarification.Member.VALUE, answered_at__isnull=False
+        )
+        .only("options", "choice")
+        .first()
+    )
+    if answered is None:
+        return None
+    chosen = [o for o in answered.options if o.get("id") == answered.choice]
+    shown = clarifications.readable_options(reader, chosen)
+    return shown[0].origin if shown else None

@@ -128,8 +128,16 @@ def test_the_item_page_shows_the_question_and_answers_it_with_memory_clarify(
     assert (version.status, version.value) == ("pending_review", "4 Dock Road")
     after = answered.content.decode()
     said = "value clarified: “4 Dock Road”, from “Order order-a goes to Dana&#x27;s office.”"
-    assert said in after
-    assert "opt_" not in after.split('id="status-line"')[1].split("</p>")[0]
+    assert said in after  # the message after the answer
+    status_line = after.split('id="status-line"')[1].split("</span>")[0]
+    assert (
+        f'value clarified: “4 Dock Road”, from <a href="/memories/{order_a.item_id}/">'
+        "“Order order-a goes to Dana&#x27;s office.”</a>" in status_line
+    )
+    # Stored, the reason names the value only: the statement it came from is shown live,
+    # to who may see it, and is not copied where an erasure of its subject would miss it.
+    assert version.status_reason == "value clarified: “4 Dock Road”"
+    assert "opt_" not in status_line
     assert "Needs a value" not in after
     event = AuditEvent.objects.get(action="memory.clarified", target_id=held.item_id)
     assert event.actor == "user:rita" and "4 Dock" not in str(event.data)
@@ -209,3 +217,25 @@ def test_the_subject_question_email_keeps_its_words(demo: Demo, commit: Any) -> 
 
     assert 'Needs a subject: "Dana"' in email.subject
     assert "Question: Which entity does “Dana” mean?" in email.body
+
+
+def test_the_memory_a_value_came_from_is_named_only_to_who_may_see_it(
+    demo: Demo, commit: Any
+) -> None:
+    order_a = activate_order_a(demo, commit)
+    held = send_it_there(demo, commit)
+    rita = demo.client("rita")
+    office = _option(rita.get(f"/memories/{held.item_id}/").content.decode(), "4 Dock Road")
+    with commit():
+        rita.post(f"/memories/{held.item_id}/clarify/", {"choice": office})
+    MemoryVersion.objects.filter(item_id=order_a.item_id).update(
+        visibility=["finance"], required_visibility=[["finance"]]
+    )
+
+    page = rita.get(f"/memories/{held.item_id}/").content.decode()
+
+    status_line = page.split('id="status-line"')[1].split("</span>")[0]
+    assert status_line == ">value clarified: “4 Dock Road”"
+    assert (
+        "Order order-a goes" not in page.split('class="page-head"')[1].split('id="evidence-h"')[0]
+    )
