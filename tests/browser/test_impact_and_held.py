@@ -91,9 +91,9 @@ def test_a_held_mention_is_linked_from_the_queue_and_then_reviewed(site: Site) -
     expect(page.get_by_role("status").first).to_contain_text("Linked to Dana Kim")
     expect(page.locator(".page-head .badge")).to_have_text("waiting for review")
     expect(page.locator("#subject")).to_have_count(0)
-    page.get_by_label("Comment").fill("Dana Kim's order, per the call.")
-    page.get_by_role("button", name="Approve version 1").click()
-    with site.worker():
+    with site.worker():  # its first preview runs before Approve is offered (issue 43)
+        page.get_by_label("Comment").fill("Dana Kim's order, per the call.")
+        page.get_by_role("button", name="Approve version 1").click()
         expect(page.locator(".page-head .badge")).to_have_text("active")
     screenshot(page, "item_linked_active_1280")
     version = MemoryVersion.objects.get(item_id=held.item_id)
