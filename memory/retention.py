@@ -129,7 +129,12 @@ def _purge_inactive_versions(tenant: Tenant, before: datetime) -> int:
     return _in_batches(
         due,
         lambda ids: MemoryVersion.objects.filter(pk__in=ids, erased_at__isnull=True).update(
-            value=None, statement="", basis={}, erased_at=now
+            # The status reason may quote the value ("value clarified: …"): it goes too.
+            value=None,
+            statement="",
+            basis={},
+            status_reason="",
+            erased_at=now,
         ),
     )
 

@@ -121,6 +121,25 @@ def test_a_corrected_version_out_of_use_is_purged_and_the_one_in_use_kept(flow: 
     assert (current.status, current.value) == ("active", "side gate")
 
 
+def test_a_purged_version_keeps_no_reason_that_quoted_its_value(flow: Flow):
+    """A status reason may quote the value ("value clarified: …", a retirement's words):
+    purging the value purges that copy of it too."""
+    subject = flow.subject("Harbor Logistics", kind="supplier")
+    said = flow.source("message", content="Use the north dock, said Harbor.")
+    withdrawn = preference(flow, subject, said, field="dock", value="north dock")
+    flow.ok(flow.retire(withdrawn))
+    # As a clarified version's reason reads (approvals.services._clarified_reason).
+    MemoryVersion.objects.filter(item_id=withdrawn).update(
+        status_reason="value clarified: “north dock”"
+    )
+    call_command("set_retention", "--tenant", "acme", "--inactive-version-days", "0")
+
+    tasks.apply_retention()
+
+    purged = MemoryVersion.objects.get(item_id=withdrawn)
+    assert (purged.value, purged.status_reason) == (None, "")
+
+
 def test_a_tenant_without_retention_settings_keeps_everything(flow: Flow):
     flow.source("message", content="kept forever")
     assert tasks.apply_retention() == {}
