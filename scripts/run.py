@@ -114,26 +114,31 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def _prepare(env: dict[str, str], output: Output) -> str:
-    """Migrate and load the demo in one process (one Django start instead of two); the
-    demo's logins and keys, as load_demo printed them."""
-    done = subprocess.run(
+def _start_preparing(env: dict[str, str]) -> subprocess.Popen[str]:
+    """Migrate and load the demo in one process (one Django start instead of two), while
+    the servers start: they touch the database only once asked, after it is done."""
+    return subprocess.Popen(
         [sys.executable, "-m", "scripts.run", "--prepare"],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
     )
-    output.write("setup", done.stderr)
-    if done.returncode:
-        print(done.stderr, end="", file=sys.stderr)
-        raise SystemExit(f"Setting up the demo failed (exit status {done.returncode}).")
-    return done.stdout
+
+
+def _prepared(preparing: subprocess.Popen[str], output: Output) -> str:
+    """The demo's logins and keys, as load_demo printed them, once it is done."""
+    demo, errors = preparing.communicate()
+    output.write("setup", errors)
+    if preparing.returncode:
+        print(errors, end="", file=sys.stderr)
+        raise SystemExit(f"Setting up the demo failed (exit status {preparing.returncode}).")
+    return demo
 
 
 def _prepare_here() -> None:
-    """``--prepare``: what _prepare runs, in the child."""
+    """``--prepare``: what _start_preparing runs, in the child."""
     import django  # noqa: PLC0415 - the child alone loads Django, not make run's own process
     from django.conf import settings  # noqa: PLC0415
     from django.core.management import call_command  # noqa: PLC0415
@@ -202,7 +207,7 @@ def main() -> int:
     READY_DIR.mkdir(parents=True, exist_ok=True)
     output = Output(LOG)
     print("Preparing the database and the demo tenant…", flush=True)
-    demo = _prepare(env, output)
+    preparing = _start_preparing(env)
     print(
         "Starting the web server, the Celery workers and beat "
         f"(their output goes to {_shown(LOG)})…",
@@ -277,6 +282,7 @@ def main() -> int:
             processes[name] = process
             if process.stdout:  # always: stdout=PIPE
                 output.follow(name, process.stdout)
+        demo = _prepared(preparing, output)  # before the site is asked anything
         deadline = time.monotonic() + STARTUP_SECONDS
         while not (
             all(ready.exists() for ready in ready_files) and _answers(f"{url}/accounts/login/")
