@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+import time
 import uuid
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -73,6 +75,66 @@ class ServerErrorsOnly(logging.Filter):
         return int(getattr(record, "status_code", 500)) >= 500
 
 
+# Seconds between two summaries of one kind of database outage; the setting
+# MEMGOV_OUTAGE_LOG_INTERVAL_SECONDS, if any, overrides it (tests shorten it).
+OUTAGE_LOG_INTERVAL_SECONDS = 10.0
+
+
+class DatabaseOutageSummary(logging.Filter):
+    """On ``django.request``: a 503 for a database that did not answer (an outage,
+    config.problems) is one WARNING line with the error's first line, no traceback, and at
+    most one line per kind every ``OUTAGE_LOG_INTERVAL_SECONDS``; the next line says how
+    many were left out. A traceback per request filled 21 MB in 75 s (issue 47)."""
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}  # kind: when its last line was written
+        self._suppressed: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = _database_outage(record)
+        if error is None:
+            return True
+        kind = type(error).__name__
+        now = time.monotonic()
+        interval = _outage_interval()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < interval:
+                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+                return False
+            self._last[kind] = now
+            suppressed = self._suppressed.pop(kind, 0)
+        summary = (str(error).strip().splitlines() or [""])[0][:200]
+        record.msg = "database unavailable (503 %s): %s: %s"
+        record.args = (getattr(getattr(record, "request", None), "path", "-"), kind, summary)
+        if suppressed:
+            record.msg += "; %d more like it since the previous line not logged"
+            record.args = (*record.args, suppressed)
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def _database_outage(record: logging.LogRecord) -> BaseException | None:
+    """The OperationalError / InterfaceError behind a 503, if that is what this is."""
+    from django.db import InterfaceError, OperationalError  # noqa: PLC0415 - logs load first
+
+    if int(getattr(record, "status_code", 0)) != 503 or not record.exc_info:
+        return None
+    error = record.exc_info[1]
+    return error if isinstance(error, OperationalError | InterfaceError) else None
+
+
+def _outage_interval() -> float:
+    from django.conf import settings  # noqa: PLC0415 - logs load before settings
+
+    return float(
+        getattr(settings, "MEMGOV_OUTAGE_LOG_INTERVAL_SECONDS", OUTAGE_LOG_INTERVAL_SECONDS)
+    )
+
+
 def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
     """The LOGGING dict: JSON lines in production (MEMGOV_LOG_FORMAT=json), plain text
     for a person at a terminal."""
@@ -83,6 +145,7 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
         "filters": {
             "request_id": {"()": "config.logs.RequestIdFilter"},
             "server_errors_only": {"()": "config.logs.ServerErrorsOnly"},
+            "database_outage_summary": {"()": "config.logs.DatabaseOutageSummary"},
         },
         "formatters": {
             "json": {"()": "config.logs.JsonFormatter"},
@@ -98,6 +161,6 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
         "root": {"handlers": ["console"], "level": level},
         "loggers": {
             "django.db.backends": {"level": "WARNING"},
-            "django.request": {"filters": ["server_errors_only"]},
+            "django.request": {"filters": ["server_errors_only", "database_outage_summary"]},
         },
     }
