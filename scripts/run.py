@@ -249,6 +249,12 @@ def main() -> int:
         is left of its process group: a web worker whose master has gone would otherwise
         keep the port."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C again: stopping already
+        # The setup ends on its own (Ctrl-C reaches it, in run.py's group); after SIGTERM
+        # to run.py alone it may finish: load_demo stopped halfway would stay half done.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            preparing.wait(timeout=60)
+        if preparing.poll() is None:
+            preparing.kill()
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
