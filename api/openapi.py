@@ -644,6 +644,16 @@ class WebhookWithSecretOut(WebhookOut):
     secret = serializers.CharField(help_text="whsec_ + base64; shown only in this answer.")
 
 
+class WebhookEnabledOut(WebhookOut):
+    held_released = serializers.IntegerField(
+        min_value=0, help_text="Events held while disabled, now sent, oldest first."
+    )
+    held_dropped = serializers.IntegerField(
+        min_value=0,
+        help_text="Events held longer than MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS: never sent.",
+    )
+
+
 class WebhookPageOut(_Base):
     results = WebhookOut(many=True)
     next = serializers.URLField(allow_null=True)
@@ -661,7 +671,10 @@ class WebhookDeliveryOut(_Base):
     id = serializers.CharField()
     event_id = serializers.CharField(help_text="Sent as webhook-id on every attempt.")
     event_type = serializers.CharField()
-    status = serializers.ChoiceField(["pending", "delivered", "failed"])
+    status = serializers.ChoiceField(
+        ["pending", "delivered", "failed", "held"],
+        help_text="held: recorded while the endpoint was disabled; sent when re-enabled.",
+    )
     attempts = serializers.IntegerField(min_value=0)
     created_at = _time()
     next_attempt_at = _time(allow_null=True)

@@ -55,5 +55,6 @@ urlpatterns = [
     path("webhooks", webhooks.WebhookCollectionView.as_view()),
     path("webhooks/<str:webhook_id>", webhooks.WebhookDetailView.as_view()),
     path("webhooks/<str:webhook_id>/rotate-secret", webhooks.WebhookRotateSecretView.as_view()),
+    path("webhooks/<str:webhook_id>/enable", webhooks.WebhookEnableView.as_view()),
     path("webhooks/<str:webhook_id>/deliveries", webhooks.WebhookDeliveriesView.as_view()),
 ]

@@ -15,6 +15,7 @@ from api.memory import _valid
 from api.openapi import (
     REQUEST_EXAMPLES,
     WebhookDeliveryPageOut,
+    WebhookEnabledOut,
     WebhookOut,
     WebhookPageOut,
     WebhookWithSecretOut,
@@ -46,6 +47,10 @@ class RotateInput(StrictInput):
         required=False,
         help_text="How long the previous secret keeps signing too (default 24 hours).",
     )
+
+
+class EnableInput(StrictInput):
+    """No members: any member sent is a 422 naming it."""
 
 
 def webhook_representation(endpoint: WebhookEndpoint) -> dict[str, Any]:
@@ -162,6 +167,34 @@ class WebhookRotateSecretView(MemgovAPIView):
             grace=services.ROTATION_GRACE if grace is None else timedelta(seconds=grace),
         )
         return Response(_with_secret(rotated))
+
+
+class WebhookEnableView(MemgovAPIView):
+    @extend_schema(
+        request=EnableInput,
+        responses={200: WebhookEnabledOut},
+        operation_id="webhook_enable",
+        description=(
+            "Deliver to a disabled endpoint again. The events recorded while it was "
+            "disabled (and those it was given up on) are sent first, oldest first, with "
+            "their own webhook-id; those held longer than the retention (7 days) are "
+            "dropped. held_released and held_dropped count them. 409 when it is not "
+            "disabled."
+        ),
+    )
+    def post(self, request: Request, webhook_id: str) -> Response:
+        principal = self.principal()
+        endpoint = services.access_webhook(principal, webhook_id)
+        if request.data:
+            _valid(EnableInput, request)
+        enabled = services.webhook_enable(principal=principal, endpoint=endpoint)
+        return Response(
+            {
+                **webhook_representation(enabled.endpoint),
+                "held_released": enabled.released,
+                "held_dropped": enabled.dropped,
+            }
+        )
 
 
 class WebhookDeliveriesView(MemgovAPIView):

@@ -399,6 +399,9 @@ MEMGOV_WEBHOOK_DEADLINE_SECONDS = float(env_str("MEMGOV_WEBHOOK_DEADLINE_SECONDS
 MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT = max(1, env_int("MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT", 1))
 # Endpoints on loopback, private or link-local addresses are refused unless this is set.
 MEMGOV_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMGOV_WEBHOOK_ALLOW_PRIVATE", default=False)
+# Events for a disabled endpoint are held this long (7 days): re-enabling it sends the
+# younger ones, oldest first with their own ids, and drops the older ones.
+MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS = env_int("MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS", 7 * 86400)
 
 # The audit chain's keys, held outside the database: "kid1:secret1,kid2:secret2", the first
 # links new events, the rest stay to verify old ones. Empty: a key derived from SECRET_KEY

@@ -65,4 +65,9 @@ urlpatterns = [
     ),
     path("overview/", overview.overview_page, name="overview"),
     path("webhooks/", webhooks.webhooks_page, name="webhooks"),
+    path(
+        "webhooks/<str:webhook_id>/enable/",
+        webhooks.webhook_enable_view,
+        name="webhook-enable",
+    ),
 ]

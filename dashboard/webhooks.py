@@ -1,17 +1,19 @@
 """The tenant's webhook endpoints and their delivery log, for people with manage_webhooks
-(endpoints are created through the API, where the secret is shown once)."""
+(endpoints are created through the API, where the secret is shown once); a disabled one
+is re-enabled here too (``webhook_enable``, as the API does)."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from webhooks.models import WebhookDelivery
-from webhooks.services import webhooks_of
+from webhooks.services import access_webhook, held_retention, webhook_enable, webhooks_of
 
 DELIVERIES_SHOWN = 20
 
@@ -26,4 +28,28 @@ def webhooks_page(request: HttpRequest, principal: Principal) -> HttpResponse:
             .order_by("-created_at", "-pk")
             .prefetch_related(Prefetch("attempt_log"))[:DELIVERIES_SHOWN]
         )
-    return render(request, "dashboard/webhooks.html", page_context(principal, endpoints=endpoints))
+    held_days = held_retention().days
+    return render(
+        request,
+        "dashboard/webhooks.html",
+        page_context(principal, endpoints=endpoints, held_days=held_days),
+    )
+
+
+@require_POST
+@dashboard_view
+def webhook_enable_view(
+    request: HttpRequest, principal: Principal, webhook_id: str
+) -> HttpResponse:
+    enabled = webhook_enable(principal=principal, endpoint=access_webhook(principal, webhook_id))
+    dropped = (
+        f"; {enabled.dropped} held longer than the retention were dropped"
+        if enabled.dropped
+        else ""
+    )
+    messages.success(
+        request,
+        f"{webhook_id} re-enabled: {enabled.released} held events are being sent, "
+        f"oldest first{dropped}.",
+    )
+    return redirect("dashboard:webhooks")

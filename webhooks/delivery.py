@@ -110,22 +110,27 @@ def body_of(event_type: str, timestamp: str, data: dict[str, Any]) -> str:
 def event_fan_out(
     *, event_id: str, tenant_id: int, event_type: str, timestamp: str, data: dict[str, Any]
 ) -> list[str]:
-    """One delivery per active endpoint subscribed to the event; a second run of the same
+    """One delivery per endpoint subscribed to the event: due at once for an active one,
+    held for a disabled one (``webhook_enable`` sends it later). A second run of the same
     event adds none (unique per endpoint and event)."""
-    endpoints = [
-        endpoint
-        for endpoint in WebhookEndpoint.objects.filter(
-            tenant_id=tenant_id, status=WebhookEndpoint.Status.ACTIVE, deleted_at__isnull=True
-        )
-        if event_type in endpoint.events
-    ]
-    if not endpoints:
+    if not WebhookEndpoint.objects.filter(tenant_id=tenant_id, deleted_at__isnull=True).exists():
         return []
     body = body_of(event_type, timestamp, data)
     created: list[str] = []
     with transaction.atomic(durable=True):
+        # Locked: a re-enabling commits before this fan-out reads the status or after its
+        # held rows exist (and releases them), never in between.
+        endpoints = [
+            endpoint
+            for endpoint in WebhookEndpoint.objects.select_for_update(no_key=True)
+            .filter(tenant_id=tenant_id, deleted_at__isnull=True)
+            .order_by("pk")
+            if event_type in endpoint.events
+        ]
         now = timezone.now()
+        due = False
         for endpoint in endpoints:
+            active = endpoint.status == WebhookEndpoint.Status.ACTIVE
             delivery, new = WebhookDelivery.objects.get_or_create(
                 endpoint=endpoint,
                 event_id=event_id,
@@ -134,12 +139,16 @@ def event_fan_out(
                     "event_type": event_type,
                     "body": body,
                     "created_at": now,
-                    "next_attempt_at": now,
+                    "status": WebhookDelivery.Status.PENDING
+                    if active
+                    else WebhookDelivery.Status.HELD,
+                    "next_attempt_at": now if active else None,
                 },
             )
             if new:
                 created.append(delivery.pk)
-        if created:
+                due = due or active
+        if due:
             transaction.on_commit(lambda: tenant_attempts_requested(tenant_id))
     return created
 
@@ -309,10 +318,15 @@ def delivery_attempt(delivery_id: str) -> str:
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
     if endpoint.status != WebhookEndpoint.Status.ACTIVE or endpoint.deleted_at is not None:
-        WebhookDelivery.objects.filter(pk=delivery_id).update(
-            status=WebhookDelivery.Status.FAILED, next_attempt_at=None, claimed_until=None
+        # Disabled since it was due: held for the re-enabling; deleted: never sent.
+        status = str(
+            WebhookDelivery.Status.FAILED
+            if endpoint.deleted_at is not None
+            else WebhookDelivery.Status.HELD
         )
-        status = str(WebhookDelivery.Status.FAILED)
+        WebhookDelivery.objects.filter(pk=delivery_id).update(
+            status=status, next_attempt_at=None, claimed_until=None
+        )
     else:
         outcome = _post(endpoint, delivery, now)
         metrics.webhook_attempted(outcome.delivered)
@@ -321,13 +335,18 @@ def delivery_attempt(delivery_id: str) -> str:
     return status
 
 
+def _window_start(delivery: WebhookDelivery) -> datetime:
+    """When its retry window began: when it was created, or released by a re-enabling."""
+    return delivery.released_at or delivery.created_at
+
+
 def _delivered_since(delivery: WebhookDelivery) -> bool:
     """A receiver that took other events meanwhile refuses this one only: that delivery
     fails, the endpoint stays. One that took nothing for the whole window is given up."""
     return WebhookDelivery.objects.filter(
         endpoint_id=delivery.endpoint_id,
         status=WebhookDelivery.Status.DELIVERED,
-        delivered_at__gte=delivery.created_at,
+        delivered_at__gte=_window_start(delivery),
     ).exists()
 
 
@@ -353,7 +372,9 @@ def _record(delivery_id: str, outcome: Outcome) -> str:
             delivery.next_attempt_at = None
         else:
             upcoming = next_attempt_at(
-                created_at=delivery.created_at, failed_attempts=delivery.attempts, now=now
+                created_at=_window_start(delivery),
+                failed_attempts=delivery.attempts - delivery.attempts_before_release,
+                now=now,
             )
             delivery.next_attempt_at = upcoming
             if upcoming is None:
@@ -365,6 +386,7 @@ def _record(delivery_id: str, outcome: Outcome) -> str:
         if delivery.status == WebhookDelivery.Status.FAILED and not _delivered_since(delivery):
             webhook_disable(
                 endpoint_id=delivery.endpoint_id,
+                failed_delivery_id=delivery.pk,
                 reason=(
                     f"no delivery of {delivery.event_id} succeeded in "
                     f"{delivery.attempts} attempts over {retry_window()}: {outcome.error}"

@@ -61,6 +61,9 @@ class WebhookDelivery(models.Model):
         PENDING = "pending"
         DELIVERED = "delivered"
         FAILED = "failed"
+        # Its endpoint is disabled: kept, unsent, until the endpoint is re-enabled (then
+        # pending again) or for MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS (then failed).
+        HELD = "held"
 
     id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT)
@@ -78,13 +81,17 @@ class WebhookDelivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.CharField(max_length=500, blank=True)
+    # A held delivery released by re-enabling its endpoint gets a new retry window from
+    # then, counting only the attempts made since (webhooks/delivery.py, _record).
+    released_at = models.DateTimeField(null=True, blank=True)
+    attempts_before_release = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
             # An event fanned out twice (at-least-once tasks) is still one delivery.
             models.UniqueConstraint(fields=["endpoint", "event_id"], name="delivery_once"),
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "delivered", "failed"]),
+                condition=Q(status__in=["pending", "delivered", "failed", "held"]),
                 name="delivery_status_valid",
             ),
         ]

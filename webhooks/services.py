@@ -5,17 +5,19 @@ audited (the URL only as a digest and its host: a URL may carry a token)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
 from core.authority import MANAGE_WEBHOOKS, require_tenant_permission
-from core.errors import InvalidContent, NotFound
+from core.errors import Conflict, InvalidContent, NotFound
 from core.kinds import OutboxKind
 from core.outbox import outbox_write
 from core.principals import Principal
@@ -144,13 +146,20 @@ def webhook_rotate_secret(
 
 def _end_pending(endpoint: WebhookEndpoint, why: str) -> None:
     WebhookDelivery.objects.filter(
-        endpoint_id=endpoint.pk, status=WebhookDelivery.Status.PENDING
+        endpoint_id=endpoint.pk,
+        status__in=[WebhookDelivery.Status.PENDING, WebhookDelivery.Status.HELD],
     ).update(status=WebhookDelivery.Status.FAILED, next_attempt_at=None, last_error=why)
 
 
-def webhook_disable(*, endpoint_id: str, reason: str) -> bool:
+def held_retention() -> timedelta:
+    return timedelta(seconds=settings.MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS)
+
+
+def webhook_disable(*, endpoint_id: str, reason: str, failed_delivery_id: str = "") -> bool:
     """Inside the caller's transaction: give up on an endpoint that failed for the whole
-    retry window; its owner is emailed after commit. False when already disabled."""
+    retry window; its owner is emailed after commit. False when already disabled. Its
+    undelivered events (the waiting ones and ``failed_delivery_id``, the one that gave
+    up) are held, like those recorded while it stays disabled, for ``webhook_enable``."""
     changed = WebhookEndpoint.objects.filter(
         pk=endpoint_id, status=WebhookEndpoint.Status.ACTIVE
     ).update(
@@ -161,7 +170,9 @@ def webhook_disable(*, endpoint_id: str, reason: str) -> bool:
     if not changed:
         return False
     endpoint = WebhookEndpoint.objects.select_related("tenant").get(pk=endpoint_id)
-    _end_pending(endpoint, "endpoint disabled")
+    WebhookDelivery.objects.filter(endpoint_id=endpoint.pk).filter(
+        Q(status=WebhookDelivery.Status.PENDING) | Q(pk=failed_delivery_id)
+    ).update(status=WebhookDelivery.Status.HELD, next_attempt_at=None, claimed_until=None)
     audit_append(
         tenant=endpoint.tenant,
         actor="system:webhooks",
@@ -176,3 +187,62 @@ def webhook_disable(*, endpoint_id: str, reason: str) -> bool:
         tenant=endpoint.tenant,
     )
     return True
+
+
+@dataclass(frozen=True)
+class Enabled:
+    endpoint: WebhookEndpoint
+    released: int  # held events sent again, oldest first
+    dropped: int  # held longer than the retention: never sent
+
+
+def webhook_enable(*, principal: Principal, endpoint: WebhookEndpoint) -> Enabled:
+    """Deliver to a disabled endpoint again, once its receiver answers (issue 47, point 3).
+    The events held since it was disabled go out first, in the order they were recorded
+    and with their own ids (``webhook-id``), each with a fresh retry window; those held
+    longer than ``MEMGOV_WEBHOOK_HELD_RETENTION_SECONDS`` are dropped and counted."""
+    require_manage_webhooks(principal)
+    with transaction.atomic(durable=True):
+        locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        if locked.deleted_at is not None:
+            raise NotFound(f"No webhook {endpoint.pk}.")
+        if locked.status != WebhookEndpoint.Status.DISABLED:
+            raise Conflict(
+                f"Only a disabled webhook can be enabled; {locked.pk} is {locked.status}.",
+                webhook_status=locked.status,
+            )
+        now = timezone.now()
+        retention = held_retention()
+        held = WebhookDelivery.objects.filter(
+            endpoint_id=locked.pk, status=WebhookDelivery.Status.HELD
+        )
+        dropped = held.filter(created_at__lt=now - retention).update(
+            status=WebhookDelivery.Status.FAILED,
+            last_error=f"held longer than {retention} while the endpoint was disabled",
+        )
+        # Due since they were recorded: the tenant's turns (webhooks/delivery.py) take the
+        # oldest due first, so they go out in their order, ahead of newer events.
+        released = held.update(
+            status=WebhookDelivery.Status.PENDING,
+            next_attempt_at=F("created_at"),
+            claimed_until=None,
+            released_at=now,
+            attempts_before_release=F("attempts"),
+        )
+        locked.status = WebhookEndpoint.Status.ACTIVE
+        locked.disabled_at = None
+        locked.disabled_reason = ""
+        locked.save(update_fields=["status", "disabled_at", "disabled_reason"])
+        _audit(principal, locked, "webhook.enabled", released=released, dropped=dropped)
+        if released:
+            tenant_id = locked.tenant_id
+            transaction.on_commit(lambda: _request_turns(tenant_id))
+    locked.created_by = endpoint.created_by
+    return Enabled(locked, released, dropped)
+
+
+def _request_turns(tenant_id: int) -> None:
+    # delivery imports this module (webhook_disable); beat's sweeper asks too if this fails.
+    from webhooks.delivery import tenant_attempts_requested  # noqa: PLC0415
+
+    tenant_attempts_requested(tenant_id)

@@ -51,6 +51,7 @@ CONTRACT = [
     ("get", "/api/v1/entities/{}/export"),
     ("post", "/api/v1/entities/{}/erase"),
     ("get", "/api/v1/erasures/{}"),
+    ("post", "/api/v1/webhooks/{}/enable"),
 ]
 
 

@@ -276,6 +276,7 @@ WRITE_POSTS = {
     "/api/v1/policy/revalidate",
     "/api/v1/webhooks",
     "/api/v1/webhooks/{webhook_id}/rotate-secret",
+    "/api/v1/webhooks/{webhook_id}/enable",
 }
 
 
