@@ -16,7 +16,7 @@ from core.cursors import MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
-from memory import discovery, entities, references, search, selectors
+from memory import discovery, entities, references, search, search_terms, selectors
 from memory.models import Status
 from memory.representations import entity_representation, memory_representation
 
@@ -59,22 +59,30 @@ class Page:
 
 
 # Each list's cursors are its own (core.cursors): signed, so one not given out is a 422.
-SEARCH_CURSOR = CursorCodec("search", (int, str, str))  # Candidate.key
+SEARCH_CURSOR = CursorCodec("search", (int, str, str, int))  # Candidate.key
+# Given out before a key named the version (issue 44): still read, as after every version.
+_SEARCH_CURSOR_UNVERSIONED = CursorCodec("search", (int, str, str))
 PROPOSALS_CURSOR = CursorCodec("proposals", (int,))
 ENTITY_FACTS_CURSOR = CursorCodec("entity-facts", (str, str))  # (entity, last item)
 
 
-def _search_key(cursor: str) -> tuple[int, str, str]:
-    score, kind, ident = SEARCH_CURSOR.decode(cursor)
-    return (int(score), str(kind), str(ident))
+def _search_key(cursor: str) -> tuple[int, str, str, int]:
+    try:
+        score, kind, ident, version = SEARCH_CURSOR.decode(cursor)
+    except InvalidContent:
+        score, kind, ident = _SEARCH_CURSOR_UNVERSIONED.decode(cursor)
+        version = 2**31
+    return (int(score), str(kind), str(ident), int(version))
 
 
 def searched(principal: Principal, data: Any) -> Page:
     """Candidates for ``q``, best first; never a fact to act on (docs/api.md, Search)."""
     valid = validated(SearchInput, data)
     q = " ".join(valid["q"].split())
-    if not search.fts5_query(q):
-        raise InvalidContent({"q": ["must contain at least one word"]})
+    if not search_terms.parse(q):
+        raise InvalidContent(
+            {"q": ["must contain at least one word to find that is not a stop word or excluded"]}
+        )
     subject = valid.get("subject")
     if subject:
         selectors.require_subject(principal.tenant, subject)

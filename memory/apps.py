@@ -2,9 +2,11 @@ from typing import Any
 
 from django.apps import AppConfig
 from django.db import connections
+from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 from memory import fulltext
+from memory.search_terms import fold
 
 
 def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
@@ -15,9 +17,19 @@ def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
         fulltext.ensure_sqlite(connection)
 
 
+def _fold_on_sqlite(sender: Any, connection: Any, **_kwargs: Any) -> None:
+    """SQLite has no ``unaccent``: name matching folds with the Python function that
+    PostgreSQL's ``memgov_fold`` mirrors (memory.selectors.Folded)."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(
+            fulltext.FOLD, 1, lambda text: None if text is None else fold(text), deterministic=True
+        )
+
+
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
         post_migrate.connect(_keep_fulltext, sender=self, dispatch_uid="memory.fulltext")
+        connection_created.connect(_fold_on_sqlite, dispatch_uid="memory.fold")

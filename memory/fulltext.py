@@ -15,39 +15,109 @@ from __future__ import annotations
 
 from typing import Any
 
-# The text configuration: English stems statements ("ships" finds "shipping"); names are
-# matched without stemming, a name is not a word.
-TEXT_CONFIG = "english"
-NAME_CONFIG = "simple"
+from memory.search_terms import LETTERS
+
+# The text configurations: English stems statements ("ships" finds "shipping"); names are
+# matched without stemming, a name is not a word. Both fold accents first (``unaccent``:
+# "Jurgen" finds Jürgen, "strasse" finds Straße), as the SQLite index does (issue 44).
+TEXT_CONFIG = "memgov_english"
+NAME_CONFIG = "memgov_simple"
 
 VERSION_DOCUMENT = (
-    "to_tsvector('english'::regconfig, "
+    "to_tsvector('memgov_english'::regconfig, "
     "coalesce(field, '') || ' ' || coalesce(statement, '') || ' ' || coalesce(value::text, ''))"
 )
-ENTITY_DOCUMENT = "to_tsvector('simple'::regconfig, name || ' ' || external_ref)"
-SOURCE_DOCUMENT = "to_tsvector('english'::regconfig, coalesce(content, ''))"
+ENTITY_DOCUMENT = "to_tsvector('memgov_simple'::regconfig, name || ' ' || external_ref)"
+SOURCE_DOCUMENT = "to_tsvector('memgov_english'::regconfig, coalesce(content, ''))"
+# A name or an alias as near spellings compare it: casefolded (``name_normalized``), then
+# unaccented by an IMMUTABLE wrapper, which an index expression needs.
+FOLD = "memgov_fold"
+ENTITY_NAME = f"{FOLD}(name_normalized)"
+ALIAS_NAME = f"{FOLD}(normalized)"
 
+POSTGRESQL_FOLDING = (
+    "CREATE EXTENSION IF NOT EXISTS unaccent",
+    f"CREATE OR REPLACE FUNCTION {FOLD}(text) RETURNS text LANGUAGE sql IMMUTABLE STRICT "
+    "PARALLEL SAFE AS $$ SELECT lower(public.unaccent('public.unaccent'::regdictionary, $1)) $$",
+    "DO $$ BEGIN "
+    "IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'memgov_english') THEN "
+    "CREATE TEXT SEARCH CONFIGURATION memgov_english (COPY = english); "
+    "ALTER TEXT SEARCH CONFIGURATION memgov_english ALTER MAPPING FOR hword, hword_part, "
+    "word WITH public.unaccent, english_stem; END IF; "
+    "IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'memgov_simple') THEN "
+    "CREATE TEXT SEARCH CONFIGURATION memgov_simple (COPY = simple); "
+    "ALTER TEXT SEARCH CONFIGURATION memgov_simple ALTER MAPPING FOR hword, hword_part, "
+    "word WITH public.unaccent, simple; END IF; END $$",
+)
 POSTGRESQL_CREATE = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE EXTENSION IF NOT EXISTS btree_gin",
-    "CREATE INDEX IF NOT EXISTS version_fulltext ON memory_memoryversion "
+    *POSTGRESQL_FOLDING,
+    "CREATE INDEX IF NOT EXISTS version_folded_fulltext ON memory_memoryversion "
     f"USING gin (tenant_id, ({VERSION_DOCUMENT}))",
-    "CREATE INDEX IF NOT EXISTS entity_fulltext ON memory_entity "
+    "CREATE INDEX IF NOT EXISTS entity_folded_fulltext ON memory_entity "
     f"USING gin (tenant_id, ({ENTITY_DOCUMENT}))",
+    "CREATE INDEX IF NOT EXISTS entity_name_folded_trgm ON memory_entity "
+    f"USING gin (tenant_id, ({ENTITY_NAME}) gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS alias_folded_trgm ON memory_alias "
+    f"USING gin (tenant_id, ({ALIAS_NAME}) gin_trgm_ops)",
+    "CREATE INDEX IF NOT EXISTS source_folded_fulltext ON memory_source "
+    f"USING gin (tenant_id, ({SOURCE_DOCUMENT}))",
+)
+POSTGRESQL_DROP = (
+    "DROP INDEX IF EXISTS source_folded_fulltext",
+    "DROP INDEX IF EXISTS alias_folded_trgm",
+    "DROP INDEX IF EXISTS entity_name_folded_trgm",
+    "DROP INDEX IF EXISTS entity_folded_fulltext",
+    "DROP INDEX IF EXISTS version_folded_fulltext",
+)
+# Before issue 44 (migration 0013 replaces them): unfolded, on the built-in configurations.
+POSTGRESQL_UNFOLDED = (
+    "CREATE INDEX IF NOT EXISTS version_fulltext ON memory_memoryversion USING gin (tenant_id, "
+    "(to_tsvector('english'::regconfig, coalesce(field, '') || ' ' || coalesce(statement, '') "
+    "|| ' ' || coalesce(value::text, ''))))",
+    "CREATE INDEX IF NOT EXISTS entity_fulltext ON memory_entity USING gin (tenant_id, "
+    "(to_tsvector('simple'::regconfig, name || ' ' || external_ref)))",
     "CREATE INDEX IF NOT EXISTS entity_name_trgm ON memory_entity "
     "USING gin (tenant_id, name_normalized gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS alias_trgm ON memory_alias "
     "USING gin (tenant_id, normalized gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS source_fulltext ON memory_source "
-    f"USING gin (tenant_id, ({SOURCE_DOCUMENT}))",
+    "CREATE INDEX IF NOT EXISTS source_fulltext ON memory_source USING gin (tenant_id, "
+    "(to_tsvector('english'::regconfig, coalesce(content, ''))))",
 )
-POSTGRESQL_DROP = (
+POSTGRESQL_DROP_UNFOLDED = (
     "DROP INDEX IF EXISTS source_fulltext",
     "DROP INDEX IF EXISTS alias_trgm",
     "DROP INDEX IF EXISTS entity_name_trgm",
     "DROP INDEX IF EXISTS entity_fulltext",
     "DROP INDEX IF EXISTS version_fulltext",
 )
+
+# SQLite folds case and accents in its tokenizer (``remove_diacritics 2``); the letters
+# no decomposition folds are replaced in what the triggers index (memory.search_terms).
+_SQLITE_LETTERS = (
+    ("ß", "ss"),
+    ("ẞ", "ss"),
+    *LETTERS.items(),
+    *((letter.upper(), plain) for letter, plain in LETTERS.items()),
+)
+
+
+def _sqlite_folded(expression: str) -> str:
+    for letter, plain in _SQLITE_LETTERS:
+        expression = f"replace({expression}, '{letter}', '{plain}')"
+    return expression
+
+
+def _sqlite_value(column: str) -> str:
+    """A JSON value's keys and scalars, unescaped ("Stra\\u00dfe" is Straße): SQLite stores
+    JSON as ASCII, PostgreSQL's ``value::text`` reads unescaped."""
+    return (
+        "(SELECT group_concat(coalesce(CASE WHEN typeof(j.key) = 'text' THEN j.key END, '') "  # noqa: S608 - constant SQL, a column name
+        f"|| ' ' || coalesce(CASE WHEN j.type NOT IN ('object', 'array') THEN j.atom END, ''), "
+        f"' ') FROM json_tree(CASE WHEN json_valid({column}) THEN {column} ELSE '\"\"' END) j)"
+    )
+
 
 # (FTS table, content table, rowid column, indexed columns, tokenizer)
 SQLITE_TABLES: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
@@ -56,20 +126,38 @@ SQLITE_TABLES: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
         "memory_memoryversion",
         "id",
         ("field", "statement", "value"),
-        "porter unicode61",
+        "porter unicode61 remove_diacritics 2",
     ),
-    ("memory_entity_fts", "memory_entity", "rowid", ("name", "external_ref"), "unicode61"),
-    ("memory_alias_fts", "memory_alias", "id", ("alias",), "unicode61"),
-    ("memory_source_fts", "memory_source", "rowid", ("content",), "porter unicode61"),
+    (
+        "memory_entity_fts",
+        "memory_entity",
+        "rowid",
+        ("name", "external_ref"),
+        "unicode61 remove_diacritics 2",
+    ),
+    ("memory_alias_fts", "memory_alias", "id", ("alias",), "unicode61 remove_diacritics 2"),
+    (
+        "memory_source_fts",
+        "memory_source",
+        "rowid",
+        ("content",),
+        "porter unicode61 remove_diacritics 2",
+    ),
 )
+
+
+def _sqlite_indexed(row: str, column: str) -> str:
+    """What the index holds for a column of ``row`` (``new``, ``old`` or the table)."""
+    value = f"{row}.{column}"
+    return _sqlite_folded(_sqlite_value(value) if column == "value" else value)
 
 
 def _sqlite_statements(
     fts: str, table: str, rowid: str, columns: tuple[str, ...], tokenize: str
 ) -> tuple[str, dict[str, str]]:
     cols = ", ".join(columns)
-    new = ", ".join(f"new.{c}" for c in columns)
-    old = ", ".join(f"old.{c}" for c in columns)
+    new = ", ".join(_sqlite_indexed("new", c) for c in columns)
+    old = ", ".join(_sqlite_indexed("old", c) for c in columns)
     delete = f"INSERT INTO {fts}({fts}, rowid, {cols}) VALUES ('delete', old.{rowid}, {old});"  # noqa: S608 - constant SQL, bound values
     insert = f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.{rowid}, {new});"  # noqa: S608 - constant SQL, bound values
     table_sql = (
@@ -99,7 +187,26 @@ def ensure_sqlite(connection: Any) -> None:
             for name in missing:
                 cursor.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {triggers[name]}")
             if missing:
-                cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('rebuild')")  # noqa: S608 - constant SQL, bound values
+                _rebuild_sqlite(cursor, fts, table, rowid, columns)
+
+
+def _rebuild_sqlite(
+    cursor: Any, fts: str, table: str, rowid: str, columns: tuple[str, ...]
+) -> None:
+    """FTS5's own ``rebuild`` would index the table's text unfolded: index it as the
+    triggers do."""
+    folded = ", ".join(_sqlite_indexed(table, c) for c in columns)
+    cursor.execute(f"INSERT INTO {fts}({fts}) VALUES ('delete-all')")  # noqa: S608 - constant SQL, bound values
+    cursor.execute(
+        f"INSERT INTO {fts}(rowid, {', '.join(columns)}) "  # noqa: S608 - constant SQL, bound values
+        f"SELECT {table}.{rowid}, {folded} FROM {table}"
+    )
+
+
+def refold_sqlite(connection: Any) -> None:
+    """Issue 44: the tables again, with the folding tokenizer and triggers."""
+    drop_sqlite(connection)
+    ensure_sqlite(connection)
 
 
 def drop_sqlite(connection: Any) -> None:

@@ -5,6 +5,7 @@ very next request (``memory.keys``), so nothing here needs a cache invalidated."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -14,6 +15,7 @@ from django.utils import timezone
 from audit.services import audit_append
 from core.errors import Conflict
 from core.models import ApiKey, Membership
+from core.times import iso
 from memory.keys import generate_key, hash_key
 
 
@@ -68,9 +70,13 @@ def membership_relabel(*, user: User, labels: Sequence[str], actor: str = "opera
     return membership
 
 
-def api_key_rotate(*, key: ApiKey, actor: str = "operator") -> tuple[ApiKey, str]:
-    """A new key for the same principal, labels and lifetime; the old one is revoked in
-    the same transaction, so there is never a moment with both or neither."""
+def api_key_rotate(
+    *, key: ApiKey, actor: str = "operator", overlap: timedelta = timedelta(0)
+) -> tuple[ApiKey, str]:
+    """A new key for the same principal, labels and lifetime. Without ``overlap`` the old
+    one is revoked in the same transaction (never a moment with both or neither); with
+    it, the old one keeps working until then (it expires, sooner if it already would), so
+    agents can move to the new key without a failed request."""
     lookup, raw = generate_key()
     with transaction.atomic(durable=True):
         old = (
@@ -92,14 +98,20 @@ def api_key_rotate(*, key: ApiKey, actor: str = "operator") -> tuple[ApiKey, str
             lifetime=old.lifetime,
             expires_at=now + old.lifetime if old.lifetime else None,
         )
-        old.revoked_at = now
-        old.save(update_fields=["revoked_at"])
+        if overlap > timedelta(0):
+            until = now + overlap
+            old.expires_at = until if old.expires_at is None else min(old.expires_at, until)
+            old.save(update_fields=["expires_at"])
+        else:
+            old.revoked_at = now
+            old.save(update_fields=["revoked_at"])
         audit_append(
             tenant=old.tenant,
             actor=actor,
             action="api_key.rotated",
             target_type="api_key",
             target_id=old.prefix,
-            data={"principal": old.principal_name, "new_key": new.prefix},
+            data={"principal": old.principal_name, "new_key": new.prefix}
+            | ({"old_valid_until": iso(old.expires_at)} if overlap > timedelta(0) else {}),
         )
     return new, raw

@@ -4,9 +4,10 @@ Scoped in this order, all in SQL: the caller's tenant, its visibility labels, th
 subject and filters, then ranking. Answers are candidates (ids, one line, status, why
 matched), never facts to act on: to use a fact the agent resolves its subject.
 
-PostgreSQL reads the GIN indexes of memory.fulltext (``websearch_to_tsquery``; names also
-by ``pg_trgm`` word similarity); SQLite reads its FTS5 tables with the same query
-language, translated (words, "phrases", ``or``, ``-word``).
+The query is parsed once, in Python (memory.search_terms: words, "phrases", ``or``,
+``-word``, stop words dropped, accents folded); PostgreSQL reads the GIN indexes of
+memory.fulltext with a ``to_tsquery`` of those terms (names also by ``pg_trgm`` word
+similarity), SQLite its FTS5 tables with a MATCH of the same terms.
 
 A version is found by its own text (field, statement, value), or through an entity the
 text names: its subject's or a referenced entity's name, alias or external ref.
@@ -15,16 +16,15 @@ text names: its subject's or a referenced entity's name, alias or external ref.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from core.principals import Principal
 from core.sql import bound_on_server
-from memory import fulltext
+from memory import fulltext, search_terms
 from memory.models import OPEN_STATUSES, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
 
@@ -40,6 +40,9 @@ NEAR = 0.7  # a near spelling (pg_trgm) scores at most this: listed, not followe
 RANKED = 200  # candidates ranked per answer; narrow by subject for more
 LINE = 160  # characters of a candidate's one line
 SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
+# Names read by trigrams down to this similarity, at most SCAN of them, best first: a
+# transposition ("norhtwind", 0.43) is then kept by its edit distance (``_one_edit``).
+NEAR_SCAN = 0.4
 ENTITY_BONUS = 0.5  # a fact about an entity the query names ranks above mere word hits
 
 
@@ -66,15 +69,21 @@ class Candidate:
     row: int | None = None  # a memory candidate's version row, to explain a text match
 
     @property
-    def key(self) -> tuple[int, str, str]:
-        """Descending score, then type and id: a total order for cursor pages."""
-        return (-round(self.score * 1_000_000), self.type, self.id)
+    def key(self) -> tuple[int, str, str, int]:
+        """Descending score, then type, id and version (an item's active version and its
+        pending correction are two candidates): a total order for cursor pages."""
+        return (
+            -round(self.score * 1_000_000),
+            self.type,
+            self.id,
+            int(self.body.get("version") or 0),
+        )
 
 
 def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
     """Every candidate, best first (at most ``RANKED`` of each type). Bound on the server,
     so psycopg prepares the statements (planning them is a third of a search's time)."""
-    with bound_on_server():
+    with bound_on_server(), transaction.atomic(savepoint=False):
         return _search(principal, query)
 
 
@@ -270,45 +279,54 @@ class _Postgres(_Backend):
     """Each way of matching is its own LIMITed branch, so each reads its own index."""
 
     def entities(self, tenant: int, q: str) -> list[Candidate]:
-        norm = " ".join(q.split()).casefold()
+        norm = " ".join(search_terms.fold(q).split())
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         text = _rows(
             f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
             "e.external_ref = %s "
-            "FROM memory_entity e, websearch_to_tsquery('simple', %s) query "
+            f"FROM memory_entity e, to_tsquery('{fulltext.NAME_CONFIG}', %s) query "
             f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ query "
             f"AND {_LIVE} LIMIT %s",
-            [q.strip(), q, tenant, SCAN],
+            [q.strip(), _tsquery(q), tenant, SCAN],
         )
+        # The documented threshold, not pg_trgm's default (0.6) that ``<%`` would apply.
+        _rows("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)", [str(NEAR_SCAN)])
+        name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
         names = _rows(
-            f"SELECT {cols}, word_similarity(%s, e.name_normalized) FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-            f"WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% e.name_normalized "
-            "AND word_similarity(%s, e.name_normalized) >= %s LIMIT %s",
-            [norm, tenant, norm, norm, SIMILARITY, SCAN],
+            f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) AS sim "  # noqa: S608 - constant SQL, bound values
+            f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
+            "ORDER BY sim DESC LIMIT %s",
+            [norm, tenant, norm, SCAN],
         )
+        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
         aliases = _rows(
-            f"SELECT {cols}, word_similarity(%s, a.normalized), a.normalized = %s "  # noqa: S608 - constant SQL, bound values
+            f"SELECT {cols}, a.normalized, word_similarity(%s, {alias}) AS sim "  # noqa: S608 - constant SQL, bound values
             "FROM memory_alias a "
             "JOIN memory_entity e ON e.id = a.entity_id "
-            f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% a.normalized "
-            "AND word_similarity(%s, a.normalized) >= %s LIMIT %s",
-            [norm, norm, tenant, norm, norm, SIMILARITY, SCAN],
+            f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% {alias} "
+            "ORDER BY sim DESC LIMIT %s",
+            [norm, tenant, norm, SCAN],
         )
         found: list[tuple[tuple[Any, ...], float, str]] = []
         for *row, rank, is_ref in text:
             if is_ref:
                 found.append((tuple(row), 1.0, "external_ref"))
             else:
-                how = "name" if norm in row[2].casefold() else "external_ref"
-                exact = norm == " ".join(row[2].split()).casefold()
+                named = " ".join(search_terms.fold(row[2]).split())
+                how = "name" if norm in named else "external_ref"
+                exact = norm == named
                 found.append(
                     (tuple(row), 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4, how)
                 )
-        found += [(tuple(row), float(sim) * NEAR, "name") for *row, sim in names]
-        found += [
-            (tuple(row), 1.0 if exact else float(sim) * NEAR, "alias")
-            for *row, sim, exact in aliases
-        ]
+        for *row, normalized, sim in names:
+            score = _near(norm, search_terms.fold(normalized), float(sim))
+            if score:
+                found.append((tuple(row), score, "name"))
+        for *row, normalized, sim in aliases:
+            folded = " ".join(search_terms.fold(normalized).split())
+            score = 1.0 if folded == norm else _near(norm, folded, float(sim))
+            if score:
+                found.append((tuple(row), score, "alias"))
         return _merge_entities(found)
 
     def versions(
@@ -323,8 +341,8 @@ class _Postgres(_Backend):
         where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
         params: list[Any] = [tenant, list(query.statuses), *visible_params]
         kind, kind_params = _narrowing(tenant, dataclasses.replace(query, subject=None))
-        text = f"{where}{kind} AND {doc} @@ websearch_to_tsquery('english', %s)"
-        text_params = [*params, *kind_params, query.q]
+        text = f"{where}{kind} AND {doc} @@ to_tsquery('{fulltext.TEXT_CONFIG}', %s)"
+        text_params = [*params, *kind_params, _tsquery(query.q)]
         if query.subject:
             # The subject's own few versions and those referencing it, each branch on its
             # own index, then the words: with an OR of the two, PostgreSQL reads every
@@ -344,9 +362,9 @@ class _Postgres(_Backend):
         # (``explain``): three more vectors a row would triple the cost of a common word.
         rows = _rows(
             f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
-            "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
+            f"FROM memory_memoryversion v, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             f"WHERE v.id IN ({matching})",
-            [query.q, *matching_params],
+            [_tsquery(query.q), *matching_params],
         )
         narrow, narrow_params = _narrowing(tenant, query)
         where += narrow
@@ -370,16 +388,18 @@ class _Postgres(_Backend):
         rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
         if not rows:
             return
+        config = fulltext.TEXT_CONFIG
         members = dict(
             _rows(
-                "SELECT v.id, array_remove(ARRAY["
-                "CASE WHEN to_tsvector('english', v.field) @@ query THEN 'field' END, "
-                "CASE WHEN to_tsvector('english', v.statement) @@ query THEN 'statement' END, "
-                "CASE WHEN to_tsvector('english', coalesce(v.value::text, '')) @@ query "
+                "SELECT v.id, array_remove(ARRAY["  # noqa: S608 - constant SQL, bound values
+                f"CASE WHEN to_tsvector('{config}', v.field) @@ query THEN 'field' END, "
+                f"CASE WHEN to_tsvector('{config}', v.statement) @@ query "
+                "THEN 'statement' END, "
+                f"CASE WHEN to_tsvector('{config}', coalesce(v.value::text, '')) @@ query "
                 "THEN 'value' END], NULL) "
-                "FROM memory_memoryversion v, websearch_to_tsquery('english', %s) query "
+                f"FROM memory_memoryversion v, to_tsquery('{config}', %s) query "
                 "WHERE v.id = ANY(%s)",
-                [q, rows],
+                [_tsquery(q), rows],
             )
         )
         for candidate in candidates:
@@ -392,51 +412,60 @@ class _Postgres(_Backend):
         rows = _rows(
             "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, ts_rank(hit.doc, query) "  # noqa: S608 - constant SQL, bound values
             "FROM (SELECT s.id, "
-            f"{doc} AS doc FROM memory_source s, websearch_to_tsquery('english', %s) query "
+            f"{doc} AS doc FROM memory_source s, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             "WHERE s.tenant_id = %s AND s.content IS NOT NULL AND s.visibility ?| %s::text[] "
             f"AND {doc} @@ query LIMIT %s) hit "
-            "JOIN memory_source s ON s.id = hit.id, websearch_to_tsquery('english', %s) query "
+            "JOIN memory_source s ON s.id = hit.id, "
+            f"to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             "ORDER BY 6 DESC, s.id LIMIT %s",
-            [q, tenant, allowed_labels(labels), SCAN, q, RANKED],
+            [_tsquery(q), tenant, allowed_labels(labels), SCAN, _tsquery(q), RANKED],
         )
         return _source_candidates(rows)
 
 
-# The query language on SQLite: "phrases", words, ``or`` between two terms, ``-word``.
-_TERM = re.compile(r'(-?)"([^"]*)"|(\S+)')
-_WORD = re.compile(r"\w+")
-
-
 def fts5_query(q: str) -> str:
-    """``websearch_to_tsquery``'s language in FTS5 syntax; every term quoted, so nothing
-    the caller types is read as an FTS5 operator. Empty when there is no word."""
-    positive: list[str] = []
-    negative: list[str] = []
-    join_or = False
-    for match in _TERM.finditer(q):
-        negate, phrase, bare = match.groups()
-        if bare is not None and bare.casefold() == "or":
-            join_or = bool(positive)
-            continue
-        if bare is not None and bare.startswith("-"):
-            negate, bare = "-", bare[1:]
-        words = _WORD.findall(phrase if phrase is not None else bare)
-        if not words:
-            continue
-        term = '"' + " ".join(words) + '"'
-        if negate:
-            negative.append(term)
-        elif join_or:
-            positive[-1] = f"{positive[-1]} OR {term}"
-            join_or = False
-        else:
-            positive.append(term)
-    if not positive:
-        return ""
-    expression = " AND ".join(f"({p})" for p in positive)
-    if negative:
-        expression = f"({expression}) NOT ({' OR '.join(negative)})"
-    return expression
+    """The query's terms as an FTS5 MATCH (memory.search_terms); empty when it has no
+    positive term, which the answer refuses (a 422 naming ``q``)."""
+    return search_terms.fts5(search_terms.parse(q))
+
+
+def _tsquery(q: str) -> str:
+    """The same terms as ``to_tsquery`` text."""
+    return search_terms.tsquery(search_terms.parse(q))
+
+
+def _near(query: str, name: str, similarity: float) -> float:
+    """A near spelling's score: by trigram similarity at the documented threshold, or a
+    name word one edit (a transposition too) from a query word; 0 when neither."""
+    if similarity >= SIMILARITY:
+        return similarity * NEAR
+    words = [w for w in query.split() if len(w) >= TYPO_MIN]
+    if any(_one_edit(w, n) for w in words for n in name.split()):
+        return SIMILARITY * NEAR
+    return 0.0
+
+
+TYPO_MIN = 4  # a word shorter than this is one edit from too many others
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """At most one substitution, insertion, deletion or swap of neighbours apart."""
+    if a == b:
+        return True
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and (a[diff[0]], a[diff[1]]) == (b[diff[1]], b[diff[0]])
+        )
+    if abs(len(a) - len(b)) != 1:
+        return False
+    short, long = sorted((a, b), key=len)
+    i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
+    return short[i:] == long[i + 1 :]
 
 
 def _in(values: Sequence[Any]) -> str:
@@ -448,7 +477,7 @@ class _Sqlite(_Backend):
 
     def entities(self, tenant: int, q: str) -> list[Candidate]:
         match = fts5_query(q)
-        norm = " ".join(q.split()).casefold()
+        norm = " ".join(search_terms.fold(q).split())
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         found: list[tuple[tuple[Any, ...], float, str]] = []
         if match:
@@ -460,7 +489,7 @@ class _Sqlite(_Backend):
                 [match, tenant, SCAN],
             )
             for *row, rank, on_name in rows:
-                exact = norm in (row[2].casefold(), (row[3] or "").casefold())
+                exact = norm in (search_terms.fold(row[2]), search_terms.fold(row[3] or ""))
                 how = "name" if on_name else "external_ref"
                 score = 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4
                 found.append((tuple(row), score, how))
@@ -472,7 +501,8 @@ class _Sqlite(_Backend):
                 [match, tenant, SCAN],
             )
             for *row, rank, alias in aliases:
-                score = 1.0 if alias == norm else FOLLOW_SCORE + _fraction(rank) / 4
+                exact = " ".join(search_terms.fold(alias).split()) == norm
+                score = 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4
                 found.append((tuple(row), score, "alias"))
         return _merge_entities(found)
 

@@ -9,7 +9,17 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from django.db import connection
-from django.db.models import F, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
+from django.db.models import (
+    F,
+    Func,
+    Model,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+)
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
@@ -17,6 +27,7 @@ from core import authority
 from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
+from memory import fulltext
 from memory.models import (
     OPEN_STATUSES,
     Alias,
@@ -28,6 +39,7 @@ from memory.models import (
     Status,
 )
 from memory.resolver import Policy as ResolverPolicy
+from memory.search_terms import fold
 from memory.visibility import VisibleTo
 
 
@@ -162,7 +174,16 @@ _TOKEN = re.compile(r"\w+")
 
 
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.findall(text.casefold()))
+    return tuple(_TOKEN.findall(fold(text)))
+
+
+class Folded(Func):
+    """A normalized name or alias with its accents folded (``Jurgen`` is Jürgen, issue 44):
+    PostgreSQL's IMMUTABLE ``memgov_fold`` (``unaccent``), read through the trigram
+    indexes of memory.fulltext; on SQLite the same Python function (memory.apps)."""
+
+    function = fulltext.FOLD
+    output_field = TextField()
 
 
 def _how(query: str, words: tuple[str, ...], text: str, *, alias: bool) -> str | None:
@@ -182,7 +203,7 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     of it as a whole word ("Dana" → "Dana Customer"), or has an alias starting with it,
     with the strongest way it matched. The caller decides only on exactly one; two or more
     are ambiguous, never merged (seed 000)."""
-    query = " ".join(name.split()).casefold()
+    query = " ".join(fold(name).split())
     words = _tokens(query)
     if not query:
         return []
@@ -191,9 +212,13 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     entities = Entity.objects.filter(tenant=principal.tenant, erased_at__isnull=True)
     if kind:
         entities = entities.filter(kind=kind)
-    by_name = entities.filter(Q(name_normalized=query) | Q(name_normalized__contains=longest))
-    by_alias = Alias.objects.filter(tenant=principal.tenant, entity__erased_at__isnull=True).filter(
-        Q(normalized=query) | Q(normalized__contains=longest) | Q(normalized__startswith=query)
+    by_name = entities.alias(folded=Folded("name_normalized")).filter(
+        Q(folded=query) | Q(folded__contains=longest)
+    )
+    by_alias = (
+        Alias.objects.filter(tenant=principal.tenant, entity__erased_at__isnull=True)
+        .alias(folded=Folded("normalized"))
+        .filter(Q(folded=query) | Q(folded__contains=longest) | Q(folded__startswith=query))
     )
     if kind:
         by_alias = by_alias.filter(entity__kind=kind)
@@ -207,9 +232,11 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
             found[entity.pk] = (entity, how)
 
     for entity in by_name.order_by("pk")[:MATCH_SCAN]:
-        keep(entity, _how(query, words, " ".join(entity.name_normalized.split()), alias=False))
+        keep(
+            entity, _how(query, words, " ".join(fold(entity.name_normalized).split()), alias=False)
+        )
     for row in by_alias.select_related("entity").order_by("entity_id")[:MATCH_SCAN]:
-        keep(row.entity, _how(query, words, " ".join(row.normalized.split()), alias=True))
+        keep(row.entity, _how(query, words, " ".join(fold(row.normalized).split()), alias=True))
     ranked = sorted(found.values(), key=lambda pair: (MATCH_KINDS.index(pair[1]), pair[0].pk))
     return ranked[:MATCH_LIMIT]
 

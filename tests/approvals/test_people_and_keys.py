@@ -224,3 +224,49 @@ def test_last_used_at_is_a_conditional_write_at_most_once_a_minute(
     key.refresh_from_db()
     assert key.last_used_at is not None
     assert timezone.now() - key.last_used_at < timedelta(seconds=5)
+
+
+def test_a_key_rotated_with_an_overlap_keeps_working_until_then_beside_its_successor(
+    flow: Flow,
+):
+    old_raw = flow.world.keys["agent"]
+    old = ApiKey.objects.get(prefix=_prefix(old_raw))
+
+    out = StringIO()
+    call_command("rotate_api_key", old.prefix, "--overlap", "3600", stdout=out)
+    new_raw = out.getvalue().strip().splitlines()[-1]
+
+    # Both work meanwhile: the agents move without a failed request.
+    assert _bearer(old_raw).get("/api/v1/memories").status_code == 200
+    assert _bearer(new_raw).get("/api/v1/memories").status_code == 200
+    old.refresh_from_db()
+    assert old.revoked_at is None and old.expires_at is not None
+    left = old.expires_at - timezone.now()
+    assert timedelta(minutes=59) < left <= timedelta(hours=1)
+    assert f"{old.prefix} works until " in out.getvalue()
+    event = AuditEvent.objects.get(action="api_key.rotated")
+    assert event.data["old_valid_until"].startswith(old.expires_at.strftime("%Y-%m-%dT%H:%M"))
+    # When the overlap has passed, the old key is refused.
+    ApiKey.objects.filter(pk=old.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert_problem(_bearer(old_raw).get("/api/v1/memories"), 401)
+    assert _bearer(new_raw).get("/api/v1/memories").status_code == 200
+
+
+def test_an_overlap_never_lengthens_a_key_that_expires_sooner(flow: Flow):
+    old = ApiKey.objects.get(prefix=_prefix(flow.world.keys["agent"]))
+    soon = timezone.now() + timedelta(minutes=5)
+    ApiKey.objects.filter(pk=old.pk).update(expires_at=soon)
+
+    call_command("rotate_api_key", old.prefix, "--overlap", "86400", stdout=StringIO())
+
+    old.refresh_from_db()
+    assert old.expires_at == soon
+
+
+def test_a_negative_overlap_is_refused(flow: Flow):
+    prefix = _prefix(flow.world.keys["agent"])
+
+    with pytest.raises(CommandError, match="--overlap"):
+        call_command("rotate_api_key", prefix, "--overlap", "-5", stdout=StringIO())
+
+    assert ApiKey.objects.filter(agent_name="bot").count() == 1

@@ -12,21 +12,40 @@ from bench.run_all import targets
 from memory import fulltext
 from memory.models import Entity
 from memory.search import fts5_query
+from memory.search_terms import fold, parse, tsquery
 
 
-def test_the_web_search_language_reads_the_same_on_sqlite():
-    assert fts5_query("Acme procurement") == '("Acme") AND ("procurement")'
-    assert fts5_query('"Elm Street" or Dock') == '("Elm Street" OR "Dock")'
+def test_the_query_language_is_parsed_once_for_both_backends():
+    assert fts5_query("Acme procurement") == '("acme") AND ("procurement")'
+    assert tsquery(parse("Acme procurement")) == "('acme') & ('procurement')"
+    assert fts5_query('"Elm Street" or Dock') == '("elm street" OR "dock")'
+    assert tsquery(parse('"Elm Street" or Dock')) == "('elm street' | 'dock')"
     assert fts5_query("address -office") == '(("address")) NOT ("office")'
-    assert fts5_query("a or") == '("a")'
+    assert tsquery(parse("address -office")) == "('address') & !'office'"
     assert fts5_query("?! -- ()") == ""
     assert fts5_query("-only") == ""
 
 
-def test_operators_typed_by_a_caller_are_words_not_fts5_syntax():
-    assert fts5_query('NEAR(x) col:val "unclosed') == (
-        '("NEAR x") AND ("col val") AND ("unclosed")'
+def test_a_detached_dash_is_no_exclusion_and_stop_words_are_no_terms():
+    assert parse("- Dana") == parse("Dana")
+    assert tsquery(parse("- Dana")) == "('dana')"
+    assert tsquery(parse("the Dana is")) == "('dana')"
+    for nothing in ("-Dana", "is -zzz", "the -Dana", "a or", "who is", '"the"'):
+        assert not parse(nothing), nothing
+
+
+def test_accents_and_sharp_s_fold_as_the_indexes_fold_them():
+    assert fold("Jürgen Müller, Zoë, Hauptstraße, ẞ, Ærø, Łódź") == (
+        "jurgen muller, zoe, hauptstrasse, ss, aero, lodz"
     )
+    assert fts5_query("Hauptstraße") == fts5_query("HAUPTSTRASSE") == '("hauptstrasse")'
+
+
+def test_operators_typed_by_a_caller_are_words_not_fts5_or_tsquery_syntax():
+    assert fts5_query('NEAR(x) col:val "unclosed') == (
+        '("near x") AND ("col val") AND ("unclosed")'
+    )
+    assert tsquery(parse("o'brien x\\y &|!:*")) == "('o brien') & ('x y')"
 
 
 @pytest.mark.django_db

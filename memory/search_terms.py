@@ -1,0 +1,134 @@
+"""The one query language of search (docs/api.md, Search), parsed once in Python for
+both backends (issue 44): each backend builds its own query from the same terms, so
+``- Dana`` is ``Dana`` everywhere and ``-Dana`` alone is no query anywhere.
+
+The language: words (all must match), ``"a phrase"``, ``or`` between two terms,
+``-word`` or ``-"a phrase"`` (the dash touching it) to exclude. English stop words
+("the", "is", …) are not terms: a query needs at least one other word. Text is folded
+as the indexes fold it (case, accents, ``ß`` as ``ss``), so ``Jurgen`` finds Jürgen.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# PostgreSQL's english.stop (tsearch_data), the words its English configuration drops:
+# the same list on SQLite, so a query means the same on both.
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what which
+    who whom this that these those am is are was were be been being have has had having do
+    does did doing a an the and but if or because as until while of at by for with about
+    against between into through during before after above below to from up down in out on
+    off over under again further then once here there when where why how all any both each
+    few more most other some such no nor not only own same so than too very s t can will
+    just don should now""".split()  # noqa: SIM905 - the list as PostgreSQL ships it
+)
+
+# Letters no decomposition folds that PostgreSQL's ``unaccent`` rules do (``ß`` and ``ẞ``
+# are ``ss`` by ``casefold`` already); SQLite's index applies the same (memory.fulltext).
+LETTERS = {"æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d"}
+
+_TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_WORD = re.compile(r"\w+")
+_UNQUOTABLE = re.compile(r"['\\]")
+
+
+def fold(text: str) -> str:
+    """Casefolded, accents removed, ``ß`` as ``ss``: how names and text are matched."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    for letter, plain in LETTERS.items():
+        folded = folded.replace(letter, plain)
+    return unicodedata.normalize("NFC", folded)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A word or a phrase: its words, folded, in order (stop words kept inside a phrase,
+    where they are part of what it says), and its folded text for PostgreSQL's parser,
+    which reads "crm-0042" as the index read it."""
+
+    words: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Terms:
+    """All of ``groups`` must match (a group: any of its terms), none of ``excluded``."""
+
+    groups: tuple[tuple[Term, ...], ...]
+    excluded: tuple[Term, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Every positive word, in order, once."""
+        seen = dict.fromkeys(w for group in self.groups for term in group for w in term.words)
+        return tuple(seen)
+
+
+def _term(text: str) -> Term | None:
+    folded = fold(text)
+    words = tuple(_WORD.findall(folded))
+    if not any(w not in STOP_WORDS for w in words):
+        return None  # nothing but stop words (or no word): no term at all
+    # No quote or backslash reaches a quoted tsquery value; operators inside one are text.
+    return Term(words, " ".join(_UNQUOTABLE.sub(" ", folded).split()))
+
+
+def parse(q: str) -> Terms:
+    """The terms of ``q``; empty (false) when no positive term is left."""
+    groups: list[list[Term]] = []
+    excluded: list[Term] = []
+    join_or = False
+    for match in _TERM.finditer(q):
+        negate, phrase, bare = match.groups()
+        if bare is not None and bare.casefold() == "or":
+            join_or = bool(groups)
+            continue
+        if bare is not None and bare.startswith("-") and len(bare) > 1:
+            negate, bare = "-", bare[1:]
+        term = _term(phrase if phrase is not None else bare)
+        if term is None:
+            continue  # a lone "-", a stop word: nothing to match or exclude
+        if negate:
+            excluded.append(term)
+        elif join_or:
+            groups[-1].append(term)
+            join_or = False
+        else:
+            groups.append([term])
+    return Terms(tuple(tuple(g) for g in groups), tuple(excluded))
+
+
+def tsquery(terms: Terms) -> str:
+    """The terms as ``to_tsquery`` text: each quoted, so the configuration parses it as it
+    parsed the document (a phrase's words follow each other, its stop words keep their
+    distance), joined by ``|`` within a group and ``&`` between groups."""
+
+    def one(term: Term) -> str:
+        return f"'{term.text}'"
+
+    parts = ["(" + " | ".join(one(t) for t in group) + ")" for group in terms.groups]
+    parts += ["!" + one(t) for t in terms.excluded]
+    return " & ".join(parts)
+
+
+def fts5(terms: Terms) -> str:
+    """The terms as an FTS5 MATCH expression, every term quoted (nothing a caller types
+    is an FTS5 operator). Empty when there is no positive term."""
+    if not terms:
+        return ""
+
+    def one(term: Term) -> str:
+        return '"' + " ".join(term.words) + '"'
+
+    expression = " AND ".join("(" + " OR ".join(one(t) for t in g) + ")" for g in terms.groups)
+    if terms.excluded:
+        expression = f"({expression}) NOT ({' OR '.join(one(t) for t in terms.excluded)})"
+    return expression
