@@ -14,8 +14,6 @@ from contract.answers import validated
 from contract.serializers import StrictInput
 from core.principals import Principal
 
-_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
-
 
 class ClarifyTarget(StrictInput):
     """clarify's member that REST sends in the URL."""
@@ -68,13 +66,17 @@ CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
             "fields whose committed state another system holds come back under 'advisory' with "
             "that system named; read them from it before acting. 'facts' are resolved exactly "
             "as resolve answers (scope, evidence, verification); 'pending' proposals are not "
-            "in use yet. The block is cut to max_tokens (an offline estimate) and 'cut' lists "
-            "what was left out. Pass task_id so check_task covers what you were told."
+            "in use yet. The text never exceeds max_tokens, counted exactly in 'encoding'; "
+            "an item that does not fit is shortened (fetch it by id) or left out and listed "
+            "under 'cut'. Pass task_id so check_task covers what you were told."
         ),
         properties={
             "subjects": _SUBJECTS,
             "context": {
-                **_STRING_MAP,
+                "type": "object",
+                "additionalProperties": {"type": "string", "maxLength": 100},
+                "propertyNames": {"maxLength": 32},
+                "maxProperties": 32,
                 "description": 'The task\'s scope, e.g. {"task": "order-a", "project": "P-9"}.',
             },
             "purpose": {
@@ -86,7 +88,12 @@ CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
                 "type": "integer",
                 "minimum": 100,
                 "maximum": 32000,
-                "description": "Budget of the text block (default 1000, estimated offline).",
+                "description": "Budget of the text block (default 1000), counted in 'encoding'.",
+            },
+            "encoding": {
+                "type": "string",
+                "enum": ["cl100k_base", "o200k_base"],
+                "description": "The tokenizer max_tokens counts in (default cl100k_base).",
             },
             "fields": {
                 "type": "array",

@@ -419,7 +419,7 @@ class ContextPlanOut(PlanOut):
 
 
 class ContextCutOut(_Base):
-    section = serializers.ChoiceField(["ask", "advisory", "facts", "pending", "plans"])
+    section = serializers.ChoiceField(["ask", "advisory", "facts", "pending", "plans", "note"])
     subject = serializers.CharField(allow_null=True)
     field = serializers.CharField(allow_null=True)
     memory_id = serializers.CharField(allow_null=True)
@@ -429,6 +429,7 @@ class ContextCutOut(_Base):
 class ContextTokensOut(_Base):
     budget = serializers.IntegerField()
     used = serializers.IntegerField()
+    encoding = serializers.ChoiceField(["cl100k_base", "o200k_base"])
     estimator = serializers.CharField()
 
 

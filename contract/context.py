@@ -12,9 +12,15 @@ from contract.answers import MemoryAnswer, memory_head_answer, validated
 from contract.serializers import StrictInput
 from core.principals import Principal
 from memory import context, selectors
+from memory.context import DEFAULT_ENCODING, ENCODINGS
 
 PURPOSES = ("answer", "action")
 DEFAULT_MAX_TOKENS = 1000
+# The task's scope, bounded so that it cannot outweigh the block it scopes (issue 44): as
+# many dimensions as a scope may name and values the length of an id or a short name.
+MAX_CONTEXT_DIMENSIONS = 32
+MAX_CONTEXT_KEY = 32
+MAX_CONTEXT_VALUE = 100
 
 
 class ContextInput(StrictInput):
@@ -22,7 +28,7 @@ class ContextInput(StrictInput):
         child=serializers.CharField(max_length=200), min_length=1, max_length=20
     )
     context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
-        child=serializers.CharField(max_length=200), required=False
+        child=serializers.CharField(max_length=MAX_CONTEXT_VALUE), required=False
     )
     purpose = serializers.ChoiceField(choices=PURPOSES, required=False, default="answer")
     max_tokens = serializers.IntegerField(
@@ -35,6 +41,19 @@ class ContextInput(StrictInput):
         max_length=100,
     )
     task_id = serializers.CharField(max_length=200, required=False, allow_null=True)
+    encoding = serializers.ChoiceField(choices=ENCODINGS, required=False, default=DEFAULT_ENCODING)
+
+    def validate_context(self, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_CONTEXT_DIMENSIONS:
+            raise serializers.ValidationError(
+                f"at most {MAX_CONTEXT_DIMENSIONS} dimensions (got {len(value)})"
+            )
+        long = [k for k in value if len(k) > MAX_CONTEXT_KEY]
+        if long:
+            raise serializers.ValidationError(
+                f"a dimension's name is at most {MAX_CONTEXT_KEY} characters: {long[0][:40]!r}…"
+            )
+        return value
 
 
 class ClarifyInput(StrictInput):
@@ -60,6 +79,7 @@ def context_built(principal: Principal, data: Any) -> dict[str, Any]:
             max_tokens=valid["max_tokens"],
             fields=tuple(dict.fromkeys(fields)) if fields else None,
             task_id=valid.get("task_id") or None,
+            encoding=valid["encoding"],
         ),
     )
 

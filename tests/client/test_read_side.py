@@ -34,4 +34,4 @@ def test_catalog_context_and_clarification_through_the_client(connect, world):
     assert held["needs_clarification"]["question"] == ("Which delivery_address does 'there' mean?")
     assert (clarified["status"], clarified["value"]) == ("pending_review", "4 Dock Road")
     assert block["facts"] == [] and block["pending"][0]["memory_id"] == held["id"]
-    assert block["text"].startswith("Memgov context (purpose action; context task=order-b")
+    assert block["text"].startswith("Memgov context (action; task=order-b; policy ")

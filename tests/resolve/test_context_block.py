@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from memory import entities, tenancy
-from memory.context import estimate_tokens
+from memory.context import count_tokens
 from memory.grants import permission_grant
 from memory.models import MemoryItem, MemoryVersion
 from tests.conftest import World, later
@@ -104,8 +104,9 @@ def test_facts_come_labelled_with_scope_evidence_and_verification(world, dana, o
     assert line.startswith('- [fact] Dana Kim · delivery_address = "4 Dock Road" (task_fact, ')
     assert "scope task=order-a, verified_record, evidence src_" in line
     assert "basis ORD-A v2" in line
-    assert body["tokens"]["used"] == estimate_tokens(body["text"]) <= 1000
-    assert "offline, no tokenizer" in body["tokens"]["estimator"]
+    assert body["tokens"]["used"] == count_tokens(body["text"]) <= 1000
+    assert body["tokens"]["encoding"] == "cl100k_base"
+    assert "exact" in body["tokens"]["estimator"]
 
 
 def test_an_order_address_is_advisory_for_an_action_with_the_order_service_named(
@@ -160,8 +161,9 @@ def test_a_block_cut_to_its_budget_says_what_was_cut(world, story, dana, office,
     kept = [f["field"] for f in small["facts"]]
     assert len(kept) >= 2
     assert kept[0] == "delivery_address"  # the task-scoped fact ranks first
-    assert kept == [f["field"] for f in full["facts"]][: len(kept)]
-    assert [c["field"] for c in small["cut"]] == [f["field"] for f in full["facts"]][len(kept) :]
+    ranked = [f["field"] for f in full["facts"]]
+    assert kept == [f for f in ranked if f in kept]  # in rank order; cut ones leave gaps only
+    assert sorted([*kept, *(c["field"] for c in small["cut"])]) == sorted(ranked)
     assert small["cut"][0]["section"] == "facts" and small["cut"][0]["memory_id"].startswith("mem_")
     assert (
         small["text"]
