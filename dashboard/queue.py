@@ -70,6 +70,20 @@ class QueueRow:
     def scope_pairs(self) -> set[str]:
         return {f"{dim}={value}" for dim, value in self.version.scope.items()}
 
+    # One line a row (issue 43, point 7): the first scope pair as a chip and "+2" for the
+    # rest, which the row's details list whole.
+    @property
+    def scope_first(self) -> dict[str, Any]:
+        return dict(list(self.version.scope.items())[:1])
+
+    @property
+    def scope_more(self) -> int:
+        return max(len(self.version.scope) - 1, 0)
+
+    @property
+    def scope_pairs_text(self) -> str:
+        return ", ".join(f"{dim}={value}" for dim, value in self.version.scope.items())
+
 
 @dataclass(frozen=True)
 class QueueView:
@@ -272,9 +286,10 @@ def queue_page(request: HttpRequest, principal: Principal) -> HttpResponse:
 @require_GET
 @dashboard_view
 def queue_rows(request: HttpRequest, principal: Principal) -> HttpResponse:
-    """The htmx refresh of the queue table, for the view the page shows."""
+    """The htmx refresh of the queue's rows (and, beside them, its open questions) for the
+    view the page applied; the forms stay outside what it swaps."""
     view = QueueView.from_query(request.GET)
-    return render(request, "dashboard/_queue_rows.html", _queue_context(principal, view))
+    return render(request, "dashboard/_queue_refresh.html", _queue_context(principal, view))
 
 
 def _back(view: QueueView) -> str:

@@ -160,3 +160,15 @@ def test_an_item_proposed_seconds_ago_waits_just_now_not_0_minutes(demo: Demo) -
 
     assert "0\xa0minutes" not in body and "0 minutes" not in body
     assert "just now" in body
+
+
+def test_the_refresh_answers_rows_and_questions_but_never_a_field_being_typed_in(
+    demo: Demo,
+) -> None:
+    """Issue 43, point 8: what the 30-second refresh swaps holds no form: the filter and the
+    bulk comment stay on the page as the reviewer left them."""
+    body = demo.client("rita").get("/queue/rows/?view=all").content.decode()
+
+    assert body.count("<tr data-memory=") == 3
+    assert 'id="queue-held" hx-swap-oob="true"' in body
+    assert "<form" not in body and "<select" not in body and 'id="bulk-comment"' not in body
