@@ -40,8 +40,8 @@ NEAR = 0.7  # a near spelling (pg_trgm) scores at most this: listed, not followe
 RANKED = 200  # candidates ranked per answer; narrow by subject for more
 LINE = 160  # characters of a candidate's one line
 SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
-# Names read by trigrams down to this similarity, at most SCAN of them, best first: a
-# transposition ("norhtwind", 0.43) is then kept by its edit distance (``_one_edit``).
+# When nothing matched by text or at SIMILARITY, names are read again down to this: a
+# transposition ("norhtwind", 0.43) is kept by its edit distance (``_one_edit``).
 NEAR_SCAN = 0.4
 ENTITY_BONUS = 0.5  # a fact about an entity the query names ranks above mere word hits
 
@@ -289,24 +289,6 @@ class _Postgres(_Backend):
             f"AND {_LIVE} LIMIT %s",
             [q.strip(), _tsquery(q), tenant, SCAN],
         )
-        # The documented threshold, not pg_trgm's default (0.6) that ``<%`` would apply.
-        _rows("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)", [str(NEAR_SCAN)])
-        name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
-        names = _rows(
-            f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) AS sim "  # noqa: S608 - constant SQL, bound values
-            f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
-            "ORDER BY sim DESC LIMIT %s",
-            [norm, tenant, norm, SCAN],
-        )
-        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
-        aliases = _rows(
-            f"SELECT {cols}, a.normalized, word_similarity(%s, {alias}) AS sim "  # noqa: S608 - constant SQL, bound values
-            "FROM memory_alias a "
-            "JOIN memory_entity e ON e.id = a.entity_id "
-            f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% {alias} "
-            "ORDER BY sim DESC LIMIT %s",
-            [norm, tenant, norm, SCAN],
-        )
         found: list[tuple[tuple[Any, ...], float, str]] = []
         for *row, rank, is_ref in text:
             if is_ref:
@@ -318,16 +300,41 @@ class _Postgres(_Backend):
                 found.append(
                     (tuple(row), 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4, how)
                 )
-        for *row, normalized, sim in names:
-            score = _near(norm, search_terms.fold(normalized), float(sim))
-            if score:
-                found.append((tuple(row), score, "name"))
-        for *row, normalized, sim in aliases:
+        near = self._near(tenant, norm, SIMILARITY)
+        if not found and not near:
+            # A typo below the threshold: read once more, lower, keep what is one edit away.
+            near = self._near(tenant, norm, NEAR_SCAN)
+        for entity, normalized, sim, way in near:
             folded = " ".join(search_terms.fold(normalized).split())
-            score = 1.0 if folded == norm else _near(norm, folded, float(sim))
+            score = 1.0 if way == "alias" and folded == norm else _near(norm, folded, sim)
             if score:
-                found.append((tuple(row), score, "alias"))
+                found.append((entity, score, way))
         return _merge_entities(found)
+
+    def _near(
+        self, tenant: int, norm: str, threshold: float
+    ) -> list[tuple[tuple[Any, ...], str, float, str]]:
+        """Names and aliases at ``threshold`` word similarity or above, SCAN of each: the
+        threshold set for this transaction (``<%`` reads it; pg_trgm's default is 0.6)."""
+        _rows("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)", [str(threshold)])
+        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
+        name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
+        names = _rows(
+            f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) "  # noqa: S608 - constant SQL, bound values
+            f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
+            "LIMIT %s",
+            [norm, tenant, norm, SCAN],
+        )
+        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
+        aliases = _rows(
+            f"SELECT {cols}, a.normalized, word_similarity(%s, {alias}) "  # noqa: S608 - constant SQL, bound values
+            "FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "
+            f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% {alias} LIMIT %s",
+            [norm, tenant, norm, SCAN],
+        )
+        return [(tuple(row), n, float(sim), "name") for *row, n, sim in names] + [
+            (tuple(row), n, float(sim), "alias") for *row, n, sim in aliases
+        ]
 
     def versions(
         self,
