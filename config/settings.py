@@ -7,6 +7,7 @@ filesystem broker under ``var/`` so that ``make run`` needs nothing but Python.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -136,6 +137,22 @@ else:
     _connect_timeout = env_int("MEMGOV_DB_CONNECT_TIMEOUT", 3)
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", _connect_timeout)
     DATABASES["default"]["OPTIONS"].setdefault("tcp_user_timeout", _connect_timeout * 1000)
+    # A PostgreSQL that hangs (not down) would hold a request thread for the whole stall:
+    # statements running longer than MEMGOV_DB_STATEMENT_TIMEOUT are cancelled, a quick 503
+    # like a database that does not answer (config.problems). The web server sets 10s
+    # unless told (deploy/gunicorn.conf.py); workers, beat and migrations keep 0 (no limit:
+    # their batches may run longer). A transaction-mode pooler passes no startup option:
+    # set statement_timeout on the web's database role there (docs/operations.md).
+    DB_STATEMENT_TIMEOUT = env_str("MEMGOV_DB_STATEMENT_TIMEOUT", "0").strip()
+    if not re.fullmatch(r"\d+(ms|s|min)?", DB_STATEMENT_TIMEOUT):
+        raise ImproperlyConfigured(
+            "MEMGOV_DB_STATEMENT_TIMEOUT must be a duration like 10s, 500ms or 0 (no limit)"
+        )
+    if DB_POOL_MODE == "session" and int(re.sub(r"\D", "", DB_STATEMENT_TIMEOUT)) > 0:
+        _options = DATABASES["default"]["OPTIONS"].get("options", "")
+        DATABASES["default"]["OPTIONS"]["options"] = (
+            f"{_options} -c statement_timeout={DB_STATEMENT_TIMEOUT}".strip()
+        )
 # `manage.py migrate` (core/management/commands/migrate.py) waits at most this long for a
 # table lock (PostgreSQL's lock_timeout), so a migration queued behind a long transaction
 # fails and is retried instead of holding every query behind it (docs/operations.md).

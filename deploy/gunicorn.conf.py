@@ -21,6 +21,9 @@ threads = int(os.environ.setdefault("MEMGOV_WEB_THREADS", "8"))  # settings read
 # One tenant may hold every thread but one (config/tenant_share.py); 0: no cap.
 os.environ.setdefault("MEMGOV_TENANT_MAX_IN_FLIGHT", str(max(1, threads - 1)))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+# A request's statement is cancelled after this (a quick 503, config/settings.py), so a
+# hung PostgreSQL frees the thread long before gunicorn's timeout; web processes only.
+os.environ.setdefault("MEMGOV_DB_STATEMENT_TIMEOUT", "10s")
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 
