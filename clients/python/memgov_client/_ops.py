@@ -357,6 +357,10 @@ def rotate_webhook_secret(webhook_id: str) -> Op[t.Webhook]:
     return _op("POST", f"webhooks/{_seg(webhook_id)}/rotate-secret")
 
 
+def enable_webhook(webhook_id: str) -> Op[t.WebhookEnabled]:
+    return _op("POST", f"webhooks/{_seg(webhook_id)}/enable")
+
+
 def list_webhook_deliveries(
     webhook_id: str, limit: int | None, cursor: str | None
 ) -> Op[t.Page[t.WebhookDelivery]]:

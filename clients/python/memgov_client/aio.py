@@ -420,6 +420,10 @@ class AsyncMemgov:
     async def rotate_webhook_secret(self, webhook_id: str) -> t.Webhook:
         return await self._send(_ops.rotate_webhook_secret(webhook_id))
 
+    async def enable_webhook(self, webhook_id: str) -> t.WebhookEnabled:
+        """A disabled endpoint delivers again, its held events first (oldest first)."""
+        return await self._send(_ops.enable_webhook(webhook_id))
+
     async def list_webhook_deliveries(
         self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> t.Page[t.WebhookDelivery]:

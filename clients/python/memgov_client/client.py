@@ -413,6 +413,10 @@ class Memgov:
     def rotate_webhook_secret(self, webhook_id: str) -> t.Webhook:
         return self._send(_ops.rotate_webhook_secret(webhook_id))
 
+    def enable_webhook(self, webhook_id: str) -> t.WebhookEnabled:
+        """A disabled endpoint delivers again, its held events first (oldest first)."""
+        return self._send(_ops.enable_webhook(webhook_id))
+
     def list_webhook_deliveries(
         self, webhook_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> t.Page[t.WebhookDelivery]:

@@ -431,6 +431,12 @@ class Webhook(TypedDict):
     secret: NotRequired[str]  # only in the answers that create or rotate it
 
 
+class WebhookEnabled(Webhook):
+    status: str
+    held_released: int  # events held while disabled, now sent oldest first
+    held_dropped: int  # held longer than the server's retention: never sent
+
+
 class WebhookDelivery(TypedDict):
     id: NotRequired[str]
     event: NotRequired[str]
