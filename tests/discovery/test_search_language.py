@@ -4,12 +4,15 @@ backends (issue 44, points 1, 2, 5 and 6)."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contract.discovery import SEARCH_CURSOR
+from core.cursors import CursorCodec
 from tests.api.support import Written, assert_problem, create_entity, preference_body, record_source
 from tests.conftest import World
 from tests.discovery.support import get, propose, seed
@@ -171,3 +174,18 @@ def test_paging_returns_exactly_the_one_big_page_for_every_page_size(
         assert seen == everything, limit
 
     pages_make_the_whole()
+
+
+def test_a_cursor_given_out_before_the_key_had_a_version_still_pages_on(world: World):
+    for n in range(4):
+        create_entity(world.client("agent"), f"Harbor Depot {n}", "site")
+    page = get(world, "agent", "/search", q="Harbor", limit=2)
+    cursor = parse_qs(urlsplit(page.json()["next"]).query)["cursor"][0]
+    score, kind, ident, _version = SEARCH_CURSOR.decode(cursor)
+    unversioned = CursorCodec("search", (int, str, str)).encode([score, kind, ident])
+
+    rest = results(get(world, "agent", "/search", q="Harbor", limit=10, cursor=unversioned))
+
+    assert [r["id"] for r in results(page) + rest] == [
+        r["id"] for r in results(get(world, "agent", "/search", q="Harbor", limit=10))
+    ]
