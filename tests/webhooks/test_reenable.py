@@ -23,6 +23,7 @@ from tests.approvals.support import Flow
 from tests.conftest import World
 from tests.webhooks.receiver import Receiver, live_receiver
 from tests.webhooks.support import MANAGER, create_webhook, grant_zed_webhooks, webhook_manager
+from webhooks import delivery
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 from webhooks.services import webhook_disable
 
@@ -250,3 +251,27 @@ def test_the_disabled_endpoint_alert_clears_once_it_is_re_enabled(
     flow.ok(flow.post(MANAGER, f"/webhooks/{webhook_id}/enable"))
 
     assert _disabled_gauge(Client()) == 0
+
+
+def test_released_events_take_the_tenants_turns_oldest_first(
+    flow: Flow, receiver: Receiver, settings, monkeypatch
+):
+    settings.MEMGOV_WEBHOOK_TENANT_MAX_IN_FLIGHT = 2
+    webhook_id = subscribed(flow, receiver)
+    disabled(flow, webhook_id)
+    for _ in range(4):
+        flow.rule(P9)
+    held = list(
+        WebhookDelivery.objects.filter(status="held")
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+    )
+    asked: list[list[str]] = []
+    monkeypatch.setattr(delivery, "request_attempts", asked.append)
+
+    answer = flow.ok(flow.post(MANAGER, f"/webhooks/{webhook_id}/enable"))
+
+    # Decision 0020: the tenant's share (2 slots), its oldest due deliveries first; each
+    # attempt that ends asks for the next.
+    assert answer["held_released"] == 4
+    assert asked == [held[:2]]
