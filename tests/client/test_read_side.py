@@ -35,3 +35,5 @@ def test_catalog_context_and_clarification_through_the_client(connect, world):
     assert (clarified["status"], clarified["value"]) == ("pending_review", "4 Dock Road")
     assert block["facts"] == [] and block["pending"][0]["memory_id"] == held["id"]
     assert block["text"].startswith("Memgov context (action; task=order-b; policy ")
+    small = agent.build_context([dana["id"]], max_tokens=100, encoding="o200k_base")
+    assert small["tokens"]["encoding"] == "o200k_base" and small["tokens"]["used"] <= 100

@@ -262,13 +262,19 @@ def build_context(
     max_tokens: int | None,
     fields: list[str] | None,
     task_id: str | None,
+    encoding: str | None = None,
 ) -> Op[t.ContextBlock]:
     body: dict[str, Any] = {
         "subjects": list(subjects),
         "context": dict(context or {}),
         "purpose": purpose,
     }
-    optional = {"max_tokens": max_tokens, "fields": fields, "task_id": task_id}
+    optional = {
+        "max_tokens": max_tokens,
+        "fields": fields,
+        "task_id": task_id,
+        "encoding": encoding,
+    }
     body.update({name: value for name, value in optional.items() if value is not None})
     return _op("POST", "context", body)
 

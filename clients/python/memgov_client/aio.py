@@ -292,9 +292,11 @@ class AsyncMemgov:
         max_tokens: int | None = None,
         fields: list[str] | None = None,
         task_id: str | None = None,
+        encoding: str | None = None,
     ) -> t.ContextBlock:
         """A governed context block for a prompt (``text``) with its parts as JSON; with
-        ``purpose="action"`` authoritative values come only as advisory notes."""
+        ``purpose="action"`` authoritative values come only as advisory notes. ``max_tokens``
+        counts in ``encoding`` ("cl100k_base", the default, or "o200k_base")."""
         return await self._send(
             _ops.build_context(
                 subjects=subjects,
@@ -303,6 +305,7 @@ class AsyncMemgov:
                 max_tokens=max_tokens,
                 fields=fields,
                 task_id=task_id,
+                encoding=encoding,
             )
         )
 

@@ -288,9 +288,11 @@ class Memgov:
         max_tokens: int | None = None,
         fields: list[str] | None = None,
         task_id: str | None = None,
+        encoding: str | None = None,
     ) -> t.ContextBlock:
         """A governed context block for a prompt (``text``) with its parts as JSON; with
-        ``purpose="action"`` authoritative values come only as advisory notes."""
+        ``purpose="action"`` authoritative values come only as advisory notes. ``max_tokens``
+        counts in ``encoding`` ("cl100k_base", the default, or "o200k_base")."""
         return self._send(
             _ops.build_context(
                 subjects=subjects,
@@ -299,6 +301,7 @@ class Memgov:
                 max_tokens=max_tokens,
                 fields=fields,
                 task_id=task_id,
+                encoding=encoding,
             )
         )
 
