@@ -10,8 +10,9 @@ and, for a field whose committed state another system holds (field catalog), a n
 memory is only advisory. Items are ranked and fitted to ``max_tokens`` counted exactly by
 the caller's encoding (cl100k_base or o200k_base, whose tables ship in the bpe-openai wheel:
 no download); an item that does not fit is shortened to its value and id, or else left out
-alone while smaller ones still fill the budget, and what was cut is said (issue 44). With a ``task_id`` the block is recorded as a
-retrieval, as resolve records one, so ``check_task`` covers it."""
+alone while smaller ones still fill the budget, and what was cut is said (issue 44). With a
+``task_id`` the block is recorded as a retrieval, as resolve records one, so ``check_task``
+covers it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ SECTIONS = ("ask", "advisory", "facts", "pending", "plans")
 
 @functools.cache
 def _encoder(encoding: str) -> Any:
-    """Loaded once a process (about half a second, the tables are in the wheel)."""
+    """Loaded once a process, on its first block: imported lazily because it costs memory
+    (measured: about 65 MB resident for the import, 20 MB more for cl100k_base, 45 MB for
+    o200k_base), which processes that never build a block (workers, commands) keep."""
     import bpe_openai  # noqa: PLC0415 - only the context block needs it
 
     return bpe_openai.get_encoding(encoding)
@@ -485,8 +488,9 @@ def _fit(
     items: list[_Item], budget: int, header: str, encoding: str
 ) -> tuple[list[_Item], list[_Item], str]:
     """Items in rank order, each kept if it fits in what is left, else shortened if that
-    fits, else cut alone: smaller, lower ones still fill the budget. Lines are counted one by one, then
-    the joined text once more (BPE may merge across a line break): ``used <= budget``."""
+    fits, else cut alone: smaller, lower ones still fill the budget. Lines are counted one
+    by one, then the joined text once more (BPE may merge across a line break): ``used <=
+    budget``."""
     for item in items:
         item.tokens = count_tokens(item.line + "\n", encoding)
         if item.short:
