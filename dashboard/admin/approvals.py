@@ -22,6 +22,7 @@ from approvals.models import (
     Notification,
     RevalidatedVersion,
     Revalidation,
+    ScenarioRemoval,
 )
 from core.authority import administered_tenant
 from core.errors import DomainError
@@ -196,6 +197,16 @@ class CheckResultAdmin(ReadOnlyAdmin):
     list_filter = ("run", "outcome")
     search_fields = ("version__item__id",)
     list_select_related = ("version",)
+
+
+@admin.register(ScenarioRemoval)
+class ScenarioRemovalAdmin(ReadOnlyAdmin):
+    """Written by ``approvals.services.scenario_remove`` (audited, with its reason)."""
+
+    tenant_path = "scenario__version__tenant"
+    list_display = ("scenario", "removed_by", "removed_at")
+    search_fields = ("scenario__version__item__id", "removed_by")
+    list_select_related = ("scenario",)
 
 
 @admin.register(Revalidation)
