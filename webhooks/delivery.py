@@ -40,10 +40,9 @@ from memory.events import REASON_CHARS
 from webhooks import signing, transport
 from webhooks.addresses import url_target
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from webhooks.services import webhook_disable
+from webhooks.services import DELIVER_TASK, webhook_disable
 
 logger = logging.getLogger(__name__)
-DELIVER_TASK = "webhooks.tasks.deliver"
 # An attempt holds its claim this long past its deadline; a worker that died mid-attempt
 # frees it then.
 CLAIM_MARGIN = timedelta(seconds=60)

@@ -4,11 +4,13 @@ audited (the URL only as a digest and its host: a URL may carry a token)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
@@ -19,12 +21,17 @@ from audit.services import audit_append
 from core.authority import MANAGE_WEBHOOKS, require_tenant_permission
 from core.errors import Conflict, InvalidContent, NotFound
 from core.kinds import OutboxKind
-from core.outbox import outbox_write
+from core.outbox import BROKER_DOWN, outbox_write
 from core.principals import Principal
 from memory.events import EVENT_TYPES
 from webhooks import signing
 from webhooks.addresses import MAX_URL_CHARS, url_problem
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+logger = logging.getLogger(__name__)
+# Thin tasks over webhooks.delivery, by name: that module imports this one.
+DELIVER_TASK = "webhooks.tasks.deliver"
+TURNS_TASK = "webhooks.tasks.request_tenant_turns"
 
 REFUSAL = "Managing webhooks needs the manage_webhooks permission on the tenant."
 ROTATION_GRACE = timedelta(hours=24)
@@ -242,7 +249,10 @@ def webhook_enable(*, principal: Principal, endpoint: WebhookEndpoint) -> Enable
 
 
 def _request_turns(tenant_id: int) -> None:
-    # delivery imports this module (webhook_disable); beat's sweeper asks too if this fails.
-    from webhooks.delivery import tenant_attempts_requested  # noqa: PLC0415
-
-    tenant_attempts_requested(tenant_id)
+    """Ask for the tenant's turns (its free slots, oldest released event first); each
+    attempt that ends hands the next turn on (webhooks.delivery), and with the broker
+    down, beat's ``deliver_due`` sweeper asks instead."""
+    try:
+        current_app.tasks[TURNS_TASK].apply_async(args=(tenant_id,))
+    except BROKER_DOWN:
+        logger.exception("webhook turns of tenant %s not asked for; the sweeper will", tenant_id)

@@ -30,6 +30,12 @@ def deliver(delivery_id: str) -> str:
 
 
 @shared_task
+def request_tenant_turns(tenant_id: int) -> list[str]:
+    """A re-enabled endpoint's released events: the tenant's free slots are asked for."""
+    return delivery.tenant_attempts_requested(tenant_id)
+
+
+@shared_task
 def deliver_due() -> list[str]:
     """Beat: retries whose countdown was too long for the broker, or was lost."""
     return delivery.deliveries_due()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.core import mail
+from django.core.mail import EmailMultiAlternatives
 
 from approvals import checking, services
 from audit.models import AuditEvent
@@ -197,7 +198,8 @@ def test_the_email_states_the_value_question_and_the_options_the_reader_may_see(
     held = send_it_there(demo, commit)
 
     [email] = mail.outbox
-    html = email.alternatives[0][0]
+    assert isinstance(email, EmailMultiAlternatives)
+    html = str(email.alternatives[0][0])
 
     assert email.to == [demo.users["rita"].email]
     assert email.subject.startswith(f"[Memgov] Needs a value: {QUESTION}")

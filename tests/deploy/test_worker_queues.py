@@ -66,6 +66,7 @@ def test_every_queue_has_a_worker_and_deliveries_have_their_own(deployment: str)
         ("webhooks.tasks.deliver", WEBHOOK_QUEUE),
         ("webhooks.tasks.fan_out_event", WEBHOOK_QUEUE),
         ("webhooks.tasks.deliver_due", WEBHOOK_QUEUE),
+        ("webhooks.tasks.request_tenant_turns", WEBHOOK_QUEUE),
         ("webhooks.tasks.notify_webhook_disabled", WEBHOOK_QUEUE),
         ("approvals.tasks.run_gate_checks", DEFAULT_QUEUE),
     ],
