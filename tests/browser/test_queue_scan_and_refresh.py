@@ -226,3 +226,20 @@ def test_the_refresh_brings_new_rows_and_keeps_the_comment_the_filter_and_the_fo
 
     page.get_by_role("button", name="Show").click()  # now the filter applies
     expect(_rows(page)).to_have_count(2)
+
+
+@pytest.mark.parametrize("width", [900, 390])
+def test_on_a_narrow_screen_rows_wrap_instead_of_cutting_and_nothing_overflows(
+    site: Site, width: int
+) -> None:
+    made = _propose(site, 0)
+    page = _page(site, width=width, height=800)
+    site.sign_in(page, "rita")
+    row = _row(page, made.item_id)
+    link = row.get_by_role("link", name=made.statement)
+    expect(link).to_be_visible()
+    assert link.evaluate("a => a.scrollWidth <= a.clientWidth")  # the whole statement shows
+    row.locator("details.row-more > summary").click()
+    expect(row.locator("[data-fact=owner]")).to_have_text("sam")
+    _fits(page)
+    page.screenshot(path=str(SCREENSHOTS / f"queue_narrow_{width}.png"), full_page=True)
