@@ -39,7 +39,9 @@ def test_a_reviewer_finds_reads_approves_and_watches_the_checks_make_it_active(
     with site.worker():
         expect(badge).to_have_text("active")  # the polled fragment reloads the page
 
-    expect(page.locator("#live")).to_contain_text("gate run under policy 1: 6 passed")
+    current = page.locator("#live details.checkrun.is-current summary")
+    expect(current).to_contain_text("gate run of")
+    expect(current).to_contain_text("under policy 1: 6 passed")
     expect(page.locator(".side-col")).not_to_contain_text("Approve version 1")
     screenshot(page, "item_active")
     assert MemoryVersion.objects.get(item_id=memory_id).status == "active"
