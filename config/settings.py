@@ -141,18 +141,14 @@ else:
     # statements running longer than MEMGOV_DB_STATEMENT_TIMEOUT are cancelled, a quick 503
     # like a database that does not answer (config.problems). The web server sets 10s
     # unless told (deploy/gunicorn.conf.py); workers, beat and migrations keep 0 (no limit:
-    # their batches may run longer). A transaction-mode pooler passes no startup option:
-    # set statement_timeout on the web's database role there (docs/operations.md).
+    # their batches may run longer). Behind a transaction-mode pooler a session setting
+    # would leak: set statement_timeout on the web's database role there (operations.md).
     DB_STATEMENT_TIMEOUT = env_str("MEMGOV_DB_STATEMENT_TIMEOUT", "0").strip()
     if not re.fullmatch(r"\d+(ms|s|min)?", DB_STATEMENT_TIMEOUT):
         raise ImproperlyConfigured(
             "MEMGOV_DB_STATEMENT_TIMEOUT must be a duration like 10s, 500ms or 0 (no limit)"
         )
-    if DB_POOL_MODE == "session" and int(re.sub(r"\D", "", DB_STATEMENT_TIMEOUT)) > 0:
-        _options = DATABASES["default"]["OPTIONS"].get("options", "")
-        DATABASES["default"]["OPTIONS"]["options"] = (
-            f"{_options} -c statement_timeout={DB_STATEMENT_TIMEOUT}".strip()
-        )
+    # Set on each new connection (core.apps), in session mode only.
 # `manage.py migrate` (core/management/commands/migrate.py) waits at most this long for a
 # table lock (PostgreSQL's lock_timeout), so a migration queued behind a long transaction
 # fails and is retried instead of holding every query behind it (docs/operations.md).

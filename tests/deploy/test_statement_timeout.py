@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from core.apps import statement_timeout_on_connect
 from tests.deploy.support import DEPLOY, ROOT
 from webhooks import services as webhook_services
 
@@ -40,16 +41,37 @@ def _options(**env: str) -> Any:
     return json.loads(shown.stdout)
 
 
-def test_the_timeout_is_a_startup_option_of_the_connection_when_set():
-    assert _options(MEMGOV_DB_STATEMENT_TIMEOUT="10s") == "-c statement_timeout=10s"
-    assert _options(MEMGOV_DB_STATEMENT_TIMEOUT="500ms") == "-c statement_timeout=500ms"
-    assert _options() is None  # workers, beat, migrations: no limit
-    assert _options(MEMGOV_DB_STATEMENT_TIMEOUT="0") is None
-    # A transaction-mode pooler refuses startup options: the role carries it there.
-    behind_pgbouncer = _options(
-        MEMGOV_DB_STATEMENT_TIMEOUT="10s", MEMGOV_DB_POOL_MODE="transaction"
-    )
-    assert behind_pgbouncer is None
+def _shown() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        return str(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db
+def test_each_new_connection_sets_the_timeout_after_connecting(settings):
+    """A SET after connecting, not a startup option: PgBouncer refuses options it does not
+    know, and a transaction-mode pooler would leak a session setting to other clients."""
+    if connection.vendor != "postgresql":
+        pytest.skip("statement_timeout is PostgreSQL's")
+    assert _options(MEMGOV_DB_STATEMENT_TIMEOUT="10s") is None  # no startup option
+    settings.DB_POOL_MODE = "session"
+    try:
+        for given in ("10s", "500ms"):
+            settings.DB_STATEMENT_TIMEOUT = given
+            statement_timeout_on_connect(None, connection)
+            assert _shown() == given
+        with connection.cursor() as cursor:
+            cursor.execute("SET statement_timeout = 0")
+        settings.DB_STATEMENT_TIMEOUT = "0"  # workers, beat, migrations: no limit
+        statement_timeout_on_connect(None, connection)
+        assert _shown() == "0"
+        settings.DB_POOL_MODE = "transaction"  # the role carries it there
+        settings.DB_STATEMENT_TIMEOUT = "10s"
+        statement_timeout_on_connect(None, connection)
+        assert _shown() == "0"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET statement_timeout = 0")
 
 
 def test_a_timeout_that_is_not_a_duration_refuses_to_start():
@@ -83,8 +105,8 @@ def test_a_statement_longer_than_the_timeout_is_cancelled_as_a_quick_503(
     client = world.client("rita")
     client.raise_request_exception = False
     connection.ensure_connection()
-    with connection.cursor() as cursor:  # what -c statement_timeout=… sets at connect
-        cursor.execute("SET statement_timeout = '300ms'")
+    settings.DB_POOL_MODE, settings.DB_STATEMENT_TIMEOUT = "session", "300ms"
+    statement_timeout_on_connect(None, connection)  # what each new connection runs
     try:
         started = time.monotonic()
         response = client.get("/api/v1/webhooks")
