@@ -18,11 +18,13 @@ def _every_dashboard_path(demo: Demo) -> dict[str, str]:
         "job_id": "rvl_unknown",
         "entity_id": demo.item("order_a").subject_id,
         "erasure_id": "era_unknown",
+        "scenario_id": 1,
+        "webhook_id": "whk_unknown",
     }
     paths = {}
     for pattern in urls_dashboard.urlpatterns:
         assert isinstance(pattern, URLPattern)
-        names = re.findall(r"<str:(\w+)>", str(pattern.pattern))
+        names = re.findall(r"<(?:str|int):(\w+)>", str(pattern.pattern))
         paths[str(pattern.name)] = reverse(
             f"dashboard:{pattern.name}", kwargs={n: args[n] for n in names}
         )

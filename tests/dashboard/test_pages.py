@@ -16,7 +16,8 @@ from approvals.services import version_approve
 from memory.erasure import erasure_start
 from memory.grants import permission_grant
 from memory.models import Entity
-from memory.proposals import memory_correct
+from memory.proposals import memory_correct, memory_propose
+from tests.conftest import later
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 DASHBOARD_TEMPLATES = Path(settings.BASE_DIR) / "templates" / "dashboard"
@@ -96,6 +97,22 @@ def test_every_dashboard_template_renders_for_rita_with_the_demo_data(demo: Demo
         "/fields/": "Field catalog",
         "/?kind=task_fact&sort=expiry": "Order order-a goes to Dana",
     }
+    # A proposal held on a value question, so the queue's open questions render too.
+    order = demo.item("order_a")
+    memory_propose(
+        principal=demo.agent(),
+        data={
+            "kind": "task_fact",
+            "subject": str(order.subject_id),
+            "field": "delivery_address",
+            "value": "there",
+            "statement": "Order order-b goes where the customer said.",
+            "scope": {"task": "order-b"},
+            "owner": "sam",
+            "expires_at": later(7),
+            "sources": order.versions.get(number=1).source_ids,
+        },
+    )
     pages.update({f"/memories/{memory_id}/": "Evidence" for memory_id in demo.items.values()})
     pages[f"/memories/{demo.items['order_a']}/live/"] = "6 of 6 passed"
     # A subject's page, and an erasure still running (its run is left in the outbox).

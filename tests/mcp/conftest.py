@@ -96,11 +96,13 @@ def serving(server: Server, name: str, django_db_blocker: Any) -> Iterator[Live]
     port = free_port()
     with django_db_blocker.unblock():
         db_url = database_url()
-    # One Redis database for the cache and the broker, as README's stdio example assumes.
+    # The queue and the cache on their own databases, as README's stdio example and every
+    # production process (outside DEBUG one database for both refuses to start).
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("CACHE_URL", "CELERY_BROKER_URL")},
         "DATABASE_URL": db_url,
-        "REDIS_URL": f"{redis.url}/1",
+        "REDIS_URL": f"{redis.url}/0",
+        "CACHE_URL": f"{redis.url}/1",
         "SECRET_KEY": "test-only-secret-key-for-the-mcp-server",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DEBUG": "false",

@@ -46,7 +46,9 @@ def _filled(value: str, live: Live, key: str) -> str:
         "mg_…": key,
         "<the deployment's SECRET_KEY>": live.env["SECRET_KEY"],
         "postgres://…": live.env["DATABASE_URL"],
-        "redis://…": live.env["REDIS_URL"],
+        "redis://…": live.env["REDIS_URL"].rsplit("/", 1)[
+            0
+        ],  # the server; the snippet names each database
         "smtp://…": live.env["EMAIL_URL"],
     }
     for placeholder, real in placeholders.items():
