@@ -99,7 +99,8 @@ def test_a_tenant_flooding_with_a_session_cookie_is_refused_like_a_key(
     redis_server: RedisServer, django_db_setup: Any, world: Any
 ) -> None:
     """Issue 42, point 7: the flood that raised another tenant's median from 0.06 s to
-    3.7 s came with a dashboard session, which the cap did not count."""
+    3.7 s came with a dashboard session, which the cap did not count: now it is refused
+    like a key's, and the other tenant is served throughout."""
     shared_secret = {"SECRET_KEY": settings.SECRET_KEY}  # the sessions signed here
     capped = _two_threads(redis_server, max_in_flight=1, **shared_secret)
     try:
@@ -108,7 +109,7 @@ def test_a_tenant_flooding_with_a_session_cookie_is_refused_like_a_key(
         capped.stop()
     uncapped = _two_threads(redis_server, max_in_flight=0, **shared_secret)
     try:
-        asked_without_cap, _ = _sessions_flood(uncapped, world)
+        _, flooded_without_cap = _sessions_flood(uncapped, world)
     finally:
         uncapped.stop()
 
@@ -119,4 +120,6 @@ def test_a_tenant_flooding_with_a_session_cookie_is_refused_like_a_key(
         "Content-Type": "application/problem+json",
         "Retry-After": "1",
     }
-    assert _p50_ms(asked) * 2 < _p50_ms(asked_without_cap), (asked, asked_without_cap)
+    # The refusals are the cap's: without it the same flood is served. (What the cap does
+    # to the other tenant's latency is measured in bench/tenant_flood.py, not asserted.)
+    assert int(flooded_without_cap["statuses"].get("429", 0)) == 0

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.test import Client
+from django.utils import timezone
 from django.utils.html import strip_tags
 
 from approvals.services import version_approve
+from core.models import ApiKey
 from dashboard.impact import AgentView, Told, impact_views
 from memory import tenancy
 from memory.models import MemoryVersion
@@ -31,10 +31,15 @@ def _approve(demo: Demo, capture: Any, key: str) -> None:
 
 
 def _keys(demo: Demo) -> dict[str, str]:
-    """Raw key by prefix: the demo's agent (label staff) and an intake agent with none."""
-    demo_key = (Path(settings.VAR_DIR) / "demo-agent-key").read_text().strip()
+    """Raw key by prefix: an agent holding staff, as the demo's, and an intake agent with
+    none. The demo's own key is revoked: its raw value is only in a file another test
+    process may have written since."""
+    ApiKey.objects.filter(tenant=demo.tenant, agent_name="assistant").update(
+        revoked_at=timezone.now()
+    )
+    _, staff = tenancy.api_key_create(tenant=demo.tenant, agent_name="assistant", labels=["staff"])
     _, intake = tenancy.api_key_create(tenant=demo.tenant, agent_name="intake", labels=[])
-    return {raw.split("_")[1]: raw for raw in (demo_key, intake)}
+    return {raw.split("_")[1]: raw for raw in (staff, intake)}
 
 
 def _resolve(raw: str, subject: str, field: str, context: dict[str, str]) -> dict[str, Any]:
