@@ -6,7 +6,7 @@ offsets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
@@ -42,34 +42,18 @@ def paginate(
     *,
     key: str,
     represent: Callable[[M], dict[str, Any]],
-    keep: Callable[[M], bool] = lambda _row: True,
     key_type: Callable[[str], Any] = str,
 ) -> dict[str, Any]:
-    """One page in ascending ``key`` order; ``keep`` drops rows the caller may not see
-    without breaking the page size (we read ahead until the page is full)."""
+    """One page in ascending ``key`` order. The queryset holds only what the caller may
+    see (visibility is filtered in SQL, ``memory.visibility``), so one query of ``limit``
+    + 1 rows fills the page and says whether another follows."""
     limit = page_limit(request)
     cursor = request.query_params.get("cursor")
     codec = _codec(queryset, key, key_type)
     rows = queryset.order_by(key)
     if cursor:
         rows = rows.filter(**{f"{key}__gt": codec.decode(cursor)[0]})
-    page: list[M] = []
-    last_key: Any = None
-    batch_size = limit + 1
-    while len(page) <= limit:
-        batch: Sequence[M] = list(
-            rows[:batch_size]
-            if last_key is None
-            else rows.filter(**{f"{key}__gt": last_key})[:batch_size]
-        )
-        for row in batch:
-            last_key = getattr(row, key)
-            if keep(row):
-                page.append(row)
-                if len(page) > limit:
-                    break
-        if len(batch) < batch_size:
-            break
+    page = list(rows[: limit + 1])
     has_more = len(page) > limit
     page = page[:limit]
     next_url = None

@@ -28,8 +28,8 @@ from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
 from memory import fulltext
+from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import (
-    OPEN_STATUSES,
     Alias,
     Entity,
     MemoryItem,
@@ -289,17 +289,14 @@ def revocation_reach(principal: Principal, source_ids: list[str]) -> dict[str, R
     """Per source, the versions a revocation retires (``approvals.services.source_revoke``
     ends every active or open version citing it), read before anyone confirms."""
     citing = MemoryVersion.objects.filter(
-        tenant=principal.tenant,
-        sources__in=source_ids,
-        status__in=(Status.ACTIVE, *OPEN_STATUSES),
-    ).annotate(cited=F("sources"))
-    visible = {v.pk for v in citing.filter(VisibleTo(principal)).only("pk")}
+        tenant=principal.tenant, sources__in=source_ids, status__in=IN_USE_OR_OPEN
+    ).annotate(cited=F("sources"), visible=VisibleTo(principal))
     found: dict[str, list[MemoryVersion]] = {pk: [] for pk in source_ids}
     hidden = dict.fromkeys(source_ids, 0)
     for version in citing.order_by("item_id", "number").only(
         "item_id", "number", "statement", "status", "field"
     ):
-        if version.pk in visible:
+        if version.visible:
             found[str(version.cited)].append(version)
         else:
             hidden[str(version.cited)] += 1
