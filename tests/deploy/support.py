@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,3 +115,25 @@ def consumed_queues(argv: list[str]) -> set[str] | None:
             if part.startswith(prefix) and len(part) > len(prefix):
                 return set(part.removeprefix(prefix).split(","))
     return None
+
+
+def promtool() -> str:
+    """promtool's path; skipped locally without it, required under CI=true."""
+    binary = shutil.which("promtool")
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError("promtool is needed (apt-get install prometheus)")
+        pytest.skip("no promtool here (apt-get install prometheus)")
+    return binary
+
+
+def run_promtool_tests(folder: Path, tests: dict[str, Any]) -> str:
+    """``promtool test rules`` on these unit tests (written to ``folder``); its output,
+    or the failure with what promtool said."""
+    path = folder / "rules.test.yaml"
+    path.write_text(yaml.safe_dump(tests, sort_keys=False), encoding="utf-8")
+    result = subprocess.run(  # noqa: S603 - promtool on our own files
+        [promtool(), "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout

@@ -133,42 +133,7 @@ def _beat_scheduler(broker: str) -> str:
     return result.stdout.strip()
 
 
-POSTGRES_DEFAULT_MAX_CONNECTIONS = 100
-SUPERUSER_RESERVED = 3  # superuser_reserved_connections: not for applications
-
-
-def _concurrency(command: list[str]) -> int:
-    return int(command[command.index("--concurrency") + 1])
-
-
-def connection_budget(rendered: list[dict[str, Any]]) -> dict[str, int]:
-    """Most PostgreSQL connections each role can hold at once, as rendered: every web
-    thread of every pod the autoscaler and a rolling update may run (and each worker
-    process's readiness check, config/health.py), every Celery pool
-    process and its parent, beat and the migration."""
-    deployments = by_kind(rendered, "Deployment")
-    config = next(iter(by_kind(rendered, "ConfigMap").values()))["data"]
-    [hpa] = by_kind(rendered, "HorizontalPodAutoscaler").values()
-    web = deployments["memgov-web"]["spec"]
-    surge = int(web["strategy"]["rollingUpdate"]["maxSurge"])
-    threads = int(config.get("MEMGOV_WEB_THREADS", 8))  # gunicorn.conf.py's default
-    budget = {
-        "web": (hpa["spec"]["maxReplicas"] + surge)
-        * int(config["GUNICORN_WORKERS"])
-        * (threads + 1)
-    }
-    for name in ("memgov-worker", "memgov-webhooks"):
-        [container] = deployments[name]["spec"]["template"]["spec"]["containers"]
-        replicas = deployments[name]["spec"]["replicas"]
-        budget[name] = replicas * (_concurrency(container["command"]) + 1)
-    budget["beat"] = budget["migrate"] = 1
-    return budget
-
-
-def test_the_deployment_fits_postgresqls_default_connection_limit(rendered):
-    budget = connection_budget(rendered)
-
-    assert sum(budget.values()) <= POSTGRES_DEFAULT_MAX_CONNECTIONS - SUPERUSER_RESERVED, budget
+# The connection budget: test_connection_budget.py.
 
 
 def test_the_image_leaves_tests_and_benchmarks_out():
