@@ -3,7 +3,12 @@ a context block that names the order service, and a clarified "send it there".""
 
 from __future__ import annotations
 
+from typing import Any
+
+from memgov_client import Memgov
+from memgov_client import types as t
 from memory.grants import permission_grant
+from tests.client.test_async import _run
 from tests.conftest import iso, later
 
 
@@ -37,3 +42,81 @@ def test_catalog_context_and_clarification_through_the_client(connect, world):
     assert block["text"].startswith("Memgov context (action; task=order-b; policy ")
     small = agent.build_context([dana["id"]], max_tokens=100, encoding="o200k_base")
     assert small["tokens"]["encoding"] == "o200k_base" and small["tokens"]["used"] <= 100
+
+
+def _northwind_story(agent: Memgov) -> tuple[t.Entity, t.Entity, t.Memory]:
+    """Dana works at Northwind: a fact about Dana whose value references Northwind."""
+    northwind = agent.create_entity(kind="supplier", name="Northwind Traders", external_ref="NW-17")
+    dana = agent.create_entity(kind="customer", name="Dana Kim")
+    held = agent.propose_memory(
+        kind="preference",
+        subject=dana["id"],
+        field="employer",
+        value={"entity": northwind["id"]},
+        statement="Dana Kim works at Northwind Traders.",
+        scope={},
+        owner="rita",
+        expires_at=None,
+    )
+    return northwind, dana, held
+
+
+def test_search_facts_proposals_kinds_and_refs_through_the_client(connect):
+    agent = connect("agent")
+    northwind, dana, proposed = _northwind_story(agent)
+
+    found = agent.search("Northwind", kind="preference")
+    candidates = list(agent.iter_search("Dana", page_size=1))
+    facts = agent.list_entity_facts(northwind["id"])
+    every_fact = list(agent.iter_entity_facts(dana["id"], page_size=1))
+    mine = agent.list_my_proposals(status=proposed["status"])
+    kinds = agent.entity_kinds()
+    by_ref = agent.match_external_ref("NW-17")
+
+    assert [(c["type"], c["id"]) for c in found["results"]] == [("memory", proposed["id"])]
+    assert found["results"][0]["references"] == [northwind["id"]]
+    assert {(c["type"], c["id"]) for c in candidates} == {
+        ("entity", dana["id"]),
+        ("memory", proposed["id"]),
+    }
+    assert [(f["id"], f["relation"]) for f in facts["results"]] == [(proposed["id"], "referenced")]
+    assert [(f["id"], f["relation"]) for f in every_fact] == [(proposed["id"], "subject")]
+    assert proposed["status"] == "active"  # a preference with nothing to check is in use
+    assert [(p["memory_id"], p["in_use"]) for p in mine["results"]] == [(proposed["id"], True)]
+    assert sorted((k["kind"], k["entities"]) for k in kinds["kinds"]) == [
+        ("customer", 1),
+        ("supplier", 1),
+    ]
+    assert (by_ref["decision"], [e["id"] for e in by_ref["candidates"]]) == (
+        "matched",
+        [northwind["id"]],
+    )
+    assert agent.match_external_ref("nw-17")["decision"] == "none"  # exact, case kept
+    assert proposed.get("status_reason") == "all scenario checks passed"
+    assert mine["results"][0]["reasons"] == ["all scenario checks passed"]
+    assert proposed.get("needs_clarification") is None
+
+
+def test_the_async_client_reads_the_same_side(connect, connect_async):
+    northwind, dana, proposed = _northwind_story(connect("agent"))
+
+    async def story() -> tuple[Any, ...]:
+        async with connect_async("agent") as agent:
+            return (
+                await agent.search("Northwind", kind="preference"),
+                [c["id"] async for c in agent.iter_search("Dana", page_size=1)],
+                await agent.list_entity_facts(northwind["id"]),
+                [f["id"] async for f in agent.iter_entity_facts(dana["id"])],
+                [p["memory_id"] async for p in agent.iter_my_proposals()],
+                await agent.entity_kinds(),
+                await agent.match_external_ref("NW-17", kind="supplier"),
+            )
+
+    found, candidates, facts, about_dana, mine, kinds, by_ref = _run(story())
+
+    assert [c["id"] for c in found["results"]] == [proposed["id"]]
+    assert sorted(candidates) == sorted([dana["id"], proposed["id"]])
+    assert [f["relation"] for f in facts["results"]] == ["referenced"]
+    assert about_dana == mine == [proposed["id"]]
+    assert len(kinds["kinds"]) == 2
+    assert [e["id"] for e in by_ref["candidates"]] == [northwind["id"]]

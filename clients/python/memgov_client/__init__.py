@@ -4,6 +4,7 @@
 ``MemgovError`` subclass; ``verify_webhook`` checks a delivery's Standard Webhooks signature.
 """
 
+from memgov_client._ops import OPERATIONS
 from memgov_client._retry import RetryPolicy
 from memgov_client.aio import AsyncMemgov
 from memgov_client.client import Memgov
@@ -29,6 +30,7 @@ from memgov_client.errors import (
 from memgov_client.webhooks import WebhookVerificationError, sign_webhook, verify_webhook
 
 __all__ = [
+    "OPERATIONS",
     "AsyncMemgov",
     "BadRequest",
     "Conflict",

@@ -144,6 +144,22 @@ def list_entities(q: str | None, limit: int | None, cursor: str | None) -> Op[t.
     return _op("GET", "entities", params=_page_params(limit, cursor, q=q))
 
 
+def entity_kinds() -> Op[t.EntityKinds]:
+    return _op("GET", "entities/kinds")
+
+
+def match_external_ref(external_ref: str, kind: str | None) -> Op[t.ExternalRefMatch]:
+    params = {"external_ref": external_ref, **({"kind": kind} if kind is not None else {})}
+    return _op("GET", "entities/by-ref", params=params)
+
+
+def list_entity_facts(
+    entity_id: str, limit: int | None, cursor: str | None
+) -> Op[t.Page[t.EntityFact]]:
+    params = _page_params(limit, cursor)
+    return _op("GET", f"entities/{_seg(entity_id)}/facts", params=params)
+
+
 def export_entity(entity_id: str) -> Op[t.ExportDocument]:
     return _op("GET", f"entities/{_seg(entity_id)}/export")
 
@@ -240,6 +256,25 @@ def link_subject(memory_id: str, subject: str) -> Op[t.Memory]:
 def clarify(memory_id: str, choice: str, member: str | None) -> Op[t.Memory]:
     body = {"choice": choice, **({"member": member} if member else {})}
     return _op("POST", f"memories/{_seg(memory_id)}/clarify", body)
+
+
+def list_my_proposals(
+    status: str | None, limit: int | None, cursor: str | None
+) -> Op[t.Page[t.ProposalState]]:
+    return _op("GET", "proposals", params=_page_params(limit, cursor, status=status))
+
+
+def search(
+    *,
+    q: str,
+    subject: str | None,
+    kind: str | None,
+    status: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> Op[t.SearchPage]:
+    params = _page_params(limit, cursor, q=q, subject=subject, kind=kind, status=status)
+    return _op("GET", "search", params=params)
 
 
 def list_fields() -> Op[t.FieldList]:
@@ -387,3 +422,63 @@ def readiness() -> Op[t.Health]:
 
 def openapi_schema() -> Op[dict[str, Any]]:
     return Op("GET", "/api/schema/", _json, params={"format": "json"})
+
+
+# Each operation the server's OpenAPI description publishes (its ``operationId``) and the
+# method of ``Memgov`` and ``AsyncMemgov`` that sends it. tests/client/test_operations.py
+# reads the live schema: an operation without an entry here, or an entry without both
+# methods, fails it, so a new endpoint cannot ship without its client method.
+OPERATIONS: Mapping[str, str] = {
+    "audit_list": "list_audit",
+    "audit_verify": "verify_audit",
+    "context_build": "build_context",
+    "entity_list": "list_entities",
+    "entity_create": "create_entity",
+    "entity_get": "get_entity",
+    "entity_alias_add": "add_alias",
+    "entity_erase": "erase_entity",
+    "entity_export": "export_entity",
+    "entity_facts": "list_entity_facts",
+    "entity_match_external_ref": "match_external_ref",
+    "entity_kinds": "entity_kinds",
+    "entity_match": "match_entity",
+    "erasure_get": "get_erasure",
+    "field_list": "list_fields",
+    "field_get": "get_field",
+    "field_define": "define_field",
+    "memory_list": "list_memories",
+    "memory_propose": "propose_memory",
+    "memory_get": "get_memory",
+    "memory_approve": "approve",
+    "memory_checks": "list_checks",
+    "memory_clarify": "clarify",
+    "memory_link_subject": "link_subject",
+    "memory_recheck": "recheck",
+    "memory_reject": "reject",
+    "memory_retire": "retire",
+    "memory_scenarios": "list_scenarios",
+    "memory_scenario_add": "add_scenario",
+    "memory_scenario_remove": "remove_scenario",
+    "memory_versions": "list_versions",
+    "memory_correct": "correct_memory",
+    "memory_version_get": "get_version",
+    "policy_get": "get_policy",
+    "policy_publish": "publish_policy",
+    "policy_revalidate": "revalidate",
+    "proposal_list_mine": "list_my_proposals",
+    "resolve": "resolve",
+    "revalidation_get": "get_revalidation",
+    "search": "search",
+    "source_record": "record_source",
+    "source_get": "get_source",
+    "source_revoke": "revoke_source",
+    "source_visibility_change": "set_source_visibility",
+    "task_get": "check_task",
+    "webhook_list": "list_webhooks",
+    "webhook_create": "create_webhook",
+    "webhook_get": "get_webhook",
+    "webhook_delete": "delete_webhook",
+    "webhook_deliveries": "list_webhook_deliveries",
+    "webhook_enable": "enable_webhook",
+    "webhook_rotate_secret": "rotate_webhook_secret",
+}

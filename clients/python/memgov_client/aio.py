@@ -139,6 +139,35 @@ class AsyncMemgov:
             if cursor is None:
                 return
 
+    async def entity_kinds(self) -> t.EntityKinds:
+        """The kinds in use, most used first: reuse one before coining another."""
+        return await self._send(_ops.entity_kinds())
+
+    async def match_external_ref(
+        self, external_ref: str, *, kind: str | None = None
+    ) -> t.ExternalRefMatch:
+        """``matched`` only when exactly one entity carries this id of another system."""
+        return await self._send(_ops.match_external_ref(external_ref, kind))
+
+    async def list_entity_facts(
+        self, entity_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> t.Page[t.EntityFact]:
+        """One page of the facts about an entity, as subject or referenced in a value."""
+        return await self._send(_ops.list_entity_facts(entity_id, limit, cursor))
+
+    async def iter_entity_facts(
+        self, entity_id: str, *, page_size: int | None = None
+    ) -> AsyncIterator[t.EntityFact]:
+        """Every fact about the entity, fetching cursor pages as they are consumed."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_entity_facts(entity_id, limit=page_size, cursor=cursor)
+            for fact in page["results"]:
+                yield fact
+            cursor = _ops.cursor_of(page["next"])
+            if cursor is None:
+                return
+
     async def export_entity(self, entity_id: str) -> t.ExportDocument:
         """Everything held about an entity (docs/api.md, Retention and erasure; newer servers)."""
         return await self._send(_ops.export_entity(entity_id))
@@ -270,6 +299,61 @@ class AsyncMemgov:
         """Answer a held proposal's ``needs_clarification`` with an option's id (the
         proposer or a reviewer); it then enters review."""
         return await self._send(_ops.clarify(memory_id, choice, member))
+
+    async def list_my_proposals(
+        self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> t.Page[t.ProposalState]:
+        """The caller's own proposals, oldest first, each with ``reasons`` in words."""
+        return await self._send(_ops.list_my_proposals(status, limit, cursor))
+
+    async def iter_my_proposals(
+        self, *, status: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[t.ProposalState]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_my_proposals(status=status, limit=page_size, cursor=cursor)
+            for proposal in page["results"]:
+                yield proposal
+            cursor = _ops.cursor_of(page["next"])
+            if cursor is None:
+                return
+
+    async def search(
+        self,
+        q: str,
+        *,
+        subject: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> t.SearchPage:
+        """Candidates (entities, facts, sources) for a text, best first; never an answer:
+        resolve a fact's subject before using it."""
+        return await self._send(
+            _ops.search(q=q, subject=subject, kind=kind, status=status, limit=limit, cursor=cursor)
+        )
+
+    async def iter_search(
+        self,
+        q: str,
+        *,
+        subject: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[t.SearchResult]:
+        """Every candidate, fetching cursor pages as they are consumed."""
+        cursor: str | None = None
+        while True:
+            page = await self.search(
+                q, subject=subject, kind=kind, status=status, limit=page_size, cursor=cursor
+            )
+            for candidate in page["results"]:
+                yield candidate
+            cursor = _ops.cursor_of(page["next"])
+            if cursor is None:
+                return
 
     async def list_fields(self) -> t.FieldList:
         """The tenant's field catalog: ``{"results": [field, …]}``."""

@@ -251,6 +251,28 @@ class Memory(TypedDict):
     approvals: list[Approval]
     approvals_required: int
     checks: ChecksSummary
+    # Why the version is in its status (a hold, a rejection, a suspension), when known.
+    status_reason: NotRequired[str | None]
+    # The open question of a held proposal (docs/api.md, Clarification); null once answered.
+    needs_clarification: NotRequired[Clarification | None]
+
+
+class ClarificationOption(TypedDict):
+    id: str  # an entity id (subject) or opt_<n> (value)
+    label: str
+    matched_on: NotRequired[str]
+    value: NotRequired[Any]
+    memory_id: NotRequired[str | None]
+
+
+class Clarification(TypedDict):
+    member: Literal["subject", "value"]
+    mention: str
+    question: str
+    options: list[ClarificationOption]
+    asked_at: str
+    remaining: int
+    answer_with: NotRequired[str]
 
 
 class Retirement(TypedDict):
@@ -290,6 +312,10 @@ class Fact(TypedDict):
     qualifiers: list[str]
     reason: str
     statement: NotRequired[str]
+    # Only on a fact of a field whose committed state another system holds: memory
+    # remembers, the system of record decides (docs/api.md, Field catalog).
+    advisory: NotRequired[bool]
+    authoritative_system: NotRequired[AuthoritativeSystem]
 
 
 class Abstention(TypedDict):
@@ -462,8 +488,160 @@ class Health(TypedDict):
     failing: NotRequired[str]
 
 
-# The agents' read side (docs/api.md, Field catalog / Context / Clarification): answers
-# whose members docs/api.md lists, typed here as JSON objects.
-FieldEntry = dict[str, Any]
-FieldList = dict[str, Any]
-ContextBlock = dict[str, Any]
+# --- Field catalog (docs/api.md, Field catalog) ---------------------------------------
+
+
+class AuthoritativeSystem(TypedDict):
+    name: str
+    url: str | None
+    tool: str | None
+
+
+class FieldEntry(TypedDict):
+    name: str
+    description: str
+    value_schema: dict[str, Any]
+    kinds: list[MemoryKind]
+    required_scope: list[str]
+    default_expiry_days: int | None
+    authoritative_system: AuthoritativeSystem | None
+    updated_by: str
+    updated_at: str
+
+
+class FieldList(TypedDict):
+    results: list[FieldEntry]
+
+
+# --- Context (docs/api.md, Context) --------------------------------------------------
+
+
+class ContextSubject(TypedDict):
+    given: str
+    id: str | None
+    name: str | None
+    decision: Literal["id", "matched", "ambiguous", "none"]
+
+
+class ContextFact(Fact):
+    subject: str
+    subject_name: str
+    committed: NotRequired[bool]  # false on an advisory value: read the system of record
+
+
+class ContextAsk(TypedDict):
+    subject: str | None
+    field: str | None
+    reason: str
+    ask: str  # the question to ask instead of guessing
+    mention: NotRequired[str]
+    detail: NotRequired[str]
+    options: NotRequired[list[dict[str, Any]]]
+
+
+class ContextPending(TypedDict):
+    subject: str
+    field: str
+    memory_id: str
+    version: int
+    status: MemoryStatus
+    statement: str
+    effect: Literal["may_replace", "may_answer"]
+    replaces: str | None
+
+
+class ContextPlan(Plan):
+    subject: str
+
+
+class ContextCut(TypedDict):
+    section: Literal["ask", "advisory", "facts", "pending", "plans", "note"]
+    subject: str | None
+    field: str | None
+    memory_id: str | None
+    tokens: int
+
+
+class ContextTokens(TypedDict):
+    budget: int
+    used: int  # an exact count in ``encoding``, never above ``budget``
+    encoding: Literal["cl100k_base", "o200k_base"]
+    estimator: str
+
+
+class ContextBlock(TypedDict):
+    purpose: Literal["answer", "action"]
+    context: dict[str, str]
+    policy_version: str
+    retrieval_id: str | None
+    subjects: list[ContextSubject]
+    ask: list[ContextAsk]
+    advisory: list[ContextFact]
+    facts: list[ContextFact]
+    pending: list[ContextPending]
+    plans: list[ContextPlan]
+    cut: list[ContextCut]
+    tokens: ContextTokens
+    text: str
+
+
+# --- Search and the agents' reads (docs/api.md, Search, Proposals, Entities) -----------
+
+
+class SearchResult(TypedDict):
+    """A candidate, never an answer: resolve its subject before using a fact."""
+
+    type: Literal["entity", "memory", "source"]
+    id: str
+    kind: str
+    statement: str
+    status: str
+    matched: list[str]
+    score: float
+    name: NotRequired[str]  # entity
+    external_ref: NotRequired[str | None]  # entity, source
+    version: NotRequired[int]  # memory
+    subject: NotRequired[str | None]  # memory
+    field: NotRequired[str]  # memory
+    references: NotRequired[list[str]]  # memory
+
+
+class SearchPage(Page[SearchResult]):
+    # Newer servers: "all" when the candidates have every word of ``q``, "some" when
+    # none had and they are ranked by the words that match.
+    match: NotRequired[Literal["all", "some"]]
+
+
+class EntityFact(Memory):
+    relation: Literal["subject", "referenced"]
+
+
+class ProposalState(TypedDict):
+    """One of the caller's own proposals (``GET /proposals``) and why it is where it is."""
+
+    memory_id: str
+    version: int
+    kind: MemoryKind
+    subject: str | None
+    subject_mention: str | None
+    field: str
+    statement: str
+    status: MemoryStatus
+    in_use: bool
+    reasons: list[str]
+    recorded_at: str
+    status_changed_at: str
+
+
+class EntityKind(TypedDict):
+    kind: str
+    entities: int
+
+
+class EntityKinds(TypedDict):
+    kinds: list[EntityKind]
+
+
+class ExternalRefMatch(TypedDict):
+    decision: Literal["matched", "ambiguous", "none"]
+    candidates: list[Entity]
