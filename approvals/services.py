@@ -388,7 +388,12 @@ def _link(principal: Principal, item: MemoryItem, version: MemoryVersion, entity
     MemoryItem.objects.filter(pk=item.pk).update(subject=entity)
     MemoryVersion.objects.filter(item_id=item.pk).update(subject=entity)
     version.subject = entity
-    if clarifications.settle(version, Clarification.Member.SUBJECT, entity.pk, principal.name):
+    settled = clarifications.settle(
+        version, Clarification.Member.SUBJECT, entity.pk, principal.name
+    )
+    if not settled:
+        clarifications.offer_subject_values(principal, version)
+    else:
         _released(
             principal,
             version,
@@ -452,6 +457,15 @@ def memory_clarify(
             readable = clarifications.readable_options(principal, question.options)
             option = next((o for o in readable if o.body["id"] == choice), None)
             if option is None:
+                if not readable and clarifications.waits_for_subject(question, version):
+                    raise InvalidContent(
+                        {
+                            "member": [
+                                "the value question waits for the subject: answer the "
+                                "subject first, then the values it may mean are offered"
+                            ]
+                        }
+                    )
                 ids = ", ".join(o.body["id"] for o in readable) or "none you may see"
                 raise InvalidContent({"choice": [f"must be one of the options: {ids}"]})
             value = option.body["value"]

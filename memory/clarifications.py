@@ -67,19 +67,21 @@ def value_options(
     subject_id: str | None,
     field: str,
     given: Sequence[Mapping[str, Any]],
+    taken: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """The values the caller may see that Memgov uses for this subject and field now (the
-    likely referents), then the ones the proposer offered; each distinct value once."""
+    likely referents), then the ones the proposer offered; each distinct value once, and
+    none already among the ``taken`` options (numbered after them)."""
     options: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: set[str] = {canonical_json(o["value"]) for o in taken}
 
     def add(value: Any, label: str, origin: MemoryVersion | None) -> None:
         key = canonical_json(value)
-        if key in seen or len(options) >= MAX_OPTIONS:
+        if key in seen or len(taken) + len(options) >= MAX_OPTIONS:
             return
         seen.add(key)
         option = {
-            "id": f"opt_{len(options) + 1}",
+            "id": f"opt_{len(taken) + len(options) + 1}",
             "label": label,
             "value": value,
             "memory_id": origin.item_id if origin else None,
@@ -181,6 +183,41 @@ def ask(
         options=options,
         asked_at=timezone.now(),
     )
+
+
+def waits_for_subject(question: Clarification, version: MemoryVersion) -> bool:
+    """A value question asked while the subject was a mention: the values it can mean are
+    the subject's, so they are offered once the subject is answered (issue 44, point 11)."""
+    return question.member == Clarification.Member.VALUE and version.subject_id is None
+
+
+def offer_subject_values(principal: Principal, version: MemoryVersion) -> None:
+    """The subject has just been answered (inside the caller's transaction): an open value
+    question now offers the values in use for that subject and field that ``principal``
+    may see, after the options it already had (their ids stay what they were). Readers
+    are shown only what they may see (``readable_options``); with no option at all the
+    question says how to give the value instead."""
+    question = (
+        Clarification.objects.select_for_update()
+        .filter(version=version, member=Clarification.Member.VALUE, answered_at__isnull=True)
+        .first()
+    )
+    if question is None or version.subject_id is None:
+        return
+    offered = value_options(
+        principal,
+        subject_id=version.subject_id,
+        field=version.field,
+        given=[],
+        taken=question.options,
+    )
+    question.options = [*question.options, *offered]
+    if not question.options:
+        question.question = (
+            f"Memgov holds no {version.field} for this subject that {question.mention!r} "
+            "could mean: correct the memory with the value itself."
+        )
+    question.save(update_fields=["options", "question"])
 
 
 def open_questions(version: MemoryVersion) -> QuerySet[Clarification]:

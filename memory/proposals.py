@@ -256,6 +256,7 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
         errors=errors,
         value_pending=bool(value_mention),
     )
+    options: list[dict[str, Any]] = []
     if value_mention and content is not None:
         options = clarifications.value_options(
             principal,
@@ -263,7 +264,9 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
             field=data["field"],
             given=data.get("value_options") or [],
         )
-        if not options:
+        # With the subject still a mention, the values it may mean are not known yet: the
+        # question waits for the subject and then offers them (offer_subject_values).
+        if not options and subject is not None:
             errors.add(
                 "value_mention",
                 f"Memgov holds no {data['field']} for this subject that {value_mention!r} could "

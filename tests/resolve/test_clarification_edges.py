@@ -1,0 +1,160 @@
+"""Clarification edge cases (issue 44, point 11): a value question asked while the subject
+is only a mention waits for the subject and then offers that subject's values, as far as
+the chooser may see them; a literal value that looks like a pointer ("it", the ISO code
+for Italian; "The Usual", a band) is stored as given where the field catalog makes it
+literal or the proposer says so with ``value_is_literal``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from audit.models import AuditEvent
+from core.principals import Principal
+from memory import tenancy
+from memory.models import MemoryVersion, Status
+from tests.conftest import World, later
+from tests.resolve.conftest import Story
+from tests.resolve.test_clarification import HOME, OFFICE, addresses, send_it_there
+
+__all__ = ["addresses"]  # the fixture, shared with the clarification stories
+
+GYM = "1 Gym Lane"
+VAULT = "9 Vault Street"
+
+
+def there_for(world: World, mention: str, **extra: Any) -> dict[str, Any]:
+    """ "Send Dana's order there": neither the subject nor the value named."""
+    body = send_it_there(world, "", subject_mention=mention, **extra)
+    del body["subject"]
+    return body
+
+
+def clarify(world: World, who: str, memory_id: str, **answer: Any) -> Any:
+    return world.client(who).post(f"/api/v1/memories/{memory_id}/clarify", answer, format="json")
+
+
+def test_there_for_a_mentioned_subject_waits_for_the_subject_then_offers_its_addresses(
+    world, dana, addresses
+):
+    agent = world.client("agent")
+
+    proposed = agent.post("/api/v1/memories", there_for(world, "Dana"), format="json")
+
+    assert proposed.status_code == 201, proposed.content
+    held = proposed.json()
+    first = held["needs_clarification"]
+    assert (first["member"], first["remaining"]) == ("subject", 1)
+    assert [o["id"] for o in first["options"]] == [dana]
+
+    answered = clarify(world, "agent", held["id"], choice=dana)
+
+    assert answered.status_code == 200, answered.content
+    now = answered.json()
+    assert (now["status"], now["subject"], now["value"]) == ("held_unresolved", dana, None)
+    question = now["needs_clarification"]
+    assert (question["member"], question["mention"], question["remaining"]) == (
+        "value",
+        "there",
+        0,
+    )
+    assert {o["value"]: (o["id"], o["memory_id"]) for o in question["options"]} == {
+        HOME: ("opt_1", addresses["home"]),
+        OFFICE: ("opt_2", addresses["office"]),
+    }
+    done = clarify(world, "agent", held["id"], choice="opt_2").json()
+    assert (done["status"], done["value"]) == ("pending_review", OFFICE)
+
+
+def test_a_linked_subject_adds_its_values_after_the_agents_own_options(world, dana, addresses):
+    """The options the agent brought keep their ids: an answer given from them before the
+    subject was linked still means what it meant."""
+    body = there_for(world, "Dana Kim", value_options=[{"label": "the gym", "value": GYM}])
+    held = world.client("agent").post("/api/v1/memories", body, format="json").json()
+
+    linked = world.client("rita").post(
+        f"/api/v1/memories/{held['id']}/link-subject", {"subject": dana}, format="json"
+    )
+
+    assert linked.status_code == 200, linked.content
+    question = world.client("agent").get(f"/api/v1/memories/{held['id']}").json()
+    options = question["needs_clarification"]["options"]
+    assert [(o["id"], o["value"]) for o in options] == [
+        ("opt_1", GYM),
+        ("opt_2", HOME),
+        ("opt_3", OFFICE),
+    ]
+
+
+@pytest.fixture
+def finance(world: World) -> Principal:
+    world.keys["finance"] = tenancy.api_key_create(
+        tenant=world.tenant, agent_name="ledger", labels=["finance", "staff"]
+    )[1]
+    return Principal(tenant=world.tenant, name="agent:ledger", labels=frozenset({"finance"}))
+
+
+def test_the_waiting_question_offers_only_what_the_chooser_may_see(
+    world, story: Story, dana, addresses, finance
+):
+    """The finance agent answers the subject and is offered Dana's bank address; rita, a
+    reviewer without the finance label, is offered the other two and cannot choose it."""
+    story.activate(
+        kind="task_fact",
+        subject=dana,
+        field="delivery_address",
+        value=VAULT,
+        statement="Order order-f goes to Dana's bank.",
+        scope={"task": "order-f"},
+        expires_at=later(5),
+        visibility=["finance"],
+        by=finance,
+    )
+    body = there_for(world, "Dana")
+    held = world.client("finance").post("/api/v1/memories", body, format="json")
+    memory_id = held.json()["id"]
+
+    seen = clarify(world, "finance", memory_id, choice=dana).json()
+
+    offered = {o["value"]: o["id"] for o in seen["needs_clarification"]["options"]}
+    assert sorted(offered) == sorted([HOME, OFFICE, VAULT])
+    for_rita = world.client("rita").get(f"/api/v1/memories/{memory_id}")
+    assert for_rita.status_code == 200, for_rita.content
+    shown = for_rita.json()["needs_clarification"]["options"]
+    assert sorted(o["value"] for o in shown) == [HOME, OFFICE]
+    refused = clarify(world, "rita", memory_id, choice=offered[VAULT])
+    assert refused.status_code == 422 and list(refused.json()["errors"]) == ["choice"]
+    assert MemoryVersion.objects.get(item_id=memory_id).value is None
+
+
+def test_answering_the_waiting_value_first_is_422_naming_member(world, dana, addresses):
+    held = world.client("agent").post("/api/v1/memories", there_for(world, "Dana"), format="json")
+    memory_id = held.json()["id"]
+
+    refused = clarify(world, "agent", memory_id, choice="opt_1", member="value")
+
+    assert refused.status_code == 422
+    assert refused["Content-Type"] == "application/problem+json"
+    assert list(refused.json()["errors"]) == ["member"]
+    assert "answer the subject first" in refused.json()["errors"]["member"][0]
+    assert not AuditEvent.objects.filter(action="memory.clarified").exists()
+    assert MemoryVersion.objects.get(item_id=memory_id).subject_id is None
+
+
+def test_a_subject_with_no_value_in_use_says_to_give_the_value(world, story: Story):
+    nobody = story.entity("Dana Lee")
+    held = world.client("agent").post(
+        "/api/v1/memories", there_for(world, "Dana Lee"), format="json"
+    )
+    memory_id = held.json()["id"]
+
+    now = clarify(world, "agent", memory_id, choice=nobody).json()
+
+    question = now["needs_clarification"]
+    assert (question["member"], question["options"]) == ("value", [])
+    assert question["question"] == (
+        "Memgov holds no delivery_address for this subject that 'there' could mean: "
+        "correct the memory with the value itself."
+    )
+    assert MemoryVersion.objects.get(item_id=memory_id).status == Status.HELD_UNRESOLVED
