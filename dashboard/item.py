@@ -6,6 +6,7 @@ page with that status, and success redirects (post/redirect/get)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from approvals import services
-from approvals.explain import failure_for
+from approvals.explain import failure_for, ties_for
 from approvals.freshness import Stale, preview_refresh
 from approvals.models import Approval, CheckResult
 from audit.selectors import audit_events
@@ -249,6 +250,11 @@ def item_context(
         ),
     }
     can = abilities(oversight, head, versions)
+    # A tie is fixed by replacing or retiring the older memory, never by a correction
+    # (issue 43, point 3): the owner is told that instead of offered a form.
+    ties = ties_for(principal, head) if head.status == Status.CHECKS_FAILED else []
+    if ties:
+        can = dataclasses.replace(can, correct=False)
     questions = open_questions(principal, head)
     # One view per answer the tenant's agent keys get (issue 43, point 5).
     views = impact_views(principal, head)
@@ -294,6 +300,8 @@ def item_context(
         preview_failed=failures,
         preview_failed_words=despite_words(failures),
         can=can,
+        ties=ties,
+        owns=head.owner_id == getattr(principal.user, "pk", None),
         replaceable=replaceable,
         replace_note=replace_note,
         # Issue 43, point 3: replacing is the primary action where Approve is.
@@ -514,10 +522,18 @@ def unconfirmed_failures(
     """Issue 43, point 2: an approval of a version whose preview failed counts only when
     the reviewer ticked that they approve despite the failures named beside the button;
     else the page comes back naming them, and nothing is approved."""
-    if request.POST.get("despite") == "1":
-        return None
     oversight = Authority.load(principal)
     _, head = dashboard_memory(principal, oversight, memory_id)
+    stale = preview_freshness(head)
+    if stale is not None:  # a page that still showed the old result (issue 43, point 4)
+        messages.error(
+            request,
+            "Not approved: its preview is out of date and is running again. "
+            "Approve once the new result is shown.",
+        )
+        return render_item(request, principal, memory_id, status=409)
+    if request.POST.get("despite") == "1":
+        return None
     failures = preview_failures(principal, head)
     if not failures:
         return None

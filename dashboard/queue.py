@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from approvals import services
+from approvals.freshness import Stale, preview_rerun, preview_staleness, previews_staleness
 from core.authority import Authority
 from core.errors import DomainError, NotFound
 from core.principals import Principal
@@ -53,6 +54,9 @@ class QueueRow:
     approvals_given: int
     checks: dict[str, Any]
     approvers: tuple[str, ...] = ()
+    # A preview older than a change that may alter it (issue 43, point 4): its counts are
+    # not shown as if current, and it is not approved in bulk until the rerun is in.
+    stale: Stale | None = None
 
     @property
     def subject(self) -> str:
@@ -159,13 +163,16 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
         .select_related("subject")
         .order_by("status_changed_at", "pk")
     )
+    decidable: list[MemoryVersion] = []
+    for version in pending:
+        if len(decidable) >= 2 * QUEUE_LIMIT:
+            break
+        if authority.may_decide(version):
+            decidable.append(version)
+    stale = previews_staleness(decidable)
     mine: list[QueueRow] = []
     waiting: list[QueueRow] = []
-    for version in pending:
-        if len(mine) >= QUEUE_LIMIT:
-            break
-        if not authority.may_decide(version):
-            continue
+    for version in decidable:
         approvals = [a for a in version.approvals.all() if a.decision == "approve"]
         row = QueueRow(
             version,
@@ -173,9 +180,13 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
             len(approvals),
             checks_summary(version),
             tuple(a.reviewer.get_username() for a in approvals),
+            stale.get(version.pk),
         )
         (waiting if _decided_by(version, user.pk) else mine).append(row)
-    return mine, waiting[:QUEUE_LIMIT]
+    for row in mine[:QUEUE_LIMIT]:
+        if row.stale is not None:
+            preview_rerun(row.version, row.stale)
+    return mine[:QUEUE_LIMIT], waiting[:QUEUE_LIMIT]
 
 
 @dataclass(frozen=True)
@@ -348,6 +359,10 @@ def approve_each(
         try:
             item, head = dashboard_memory(principal, oversight, memory_id)
             statement = head.statement
+            stale = preview_staleness(head)
+            if stale is not None:
+                outcomes.append(BulkOutcome(statement, _left_stale(stale), ok=False, left_out=True))
+                continue
             failures = preview_failures(principal, head) if memory_id not in despite else []
             if failures:
                 sentence = (
@@ -371,6 +386,18 @@ def approve_each(
     return outcomes
 
 
+def _left_stale(stale: Stale) -> str:
+    if stale.ran_at is None:
+        return (
+            "left out, not approved: its preview checks have not run yet. "
+            "Approve it once they have."
+        )
+    return (
+        f"left out, not approved: its preview is out of date ({stale.change} since it ran) "
+        "and is running again. Approve it once the new result is shown."
+    )
+
+
 @require_POST
 @dashboard_view
 def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
@@ -392,7 +419,7 @@ def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
     if len(outcomes) > 1:
         summary = f"Approved {done} of {len(outcomes)}."
         if left_out:
-            summary += f" Left out {left_out} whose preview failed."
+            summary += f" Left out {left_out} whose preview failed or is out of date."
         (messages.success if done == len(outcomes) else messages.warning)(request, summary)
     for outcome in outcomes:
         report = messages.success if outcome.ok else messages.error

@@ -261,6 +261,18 @@ def test_a_failed_tie_says_ties_with_and_the_owner_is_told_to_replace_not_to_cor
     assert f"What fixes it: it ties with “{HOME}”, so a correction does not help." in body
     assert "propose a correction" not in body.lower()
 
+    # sam, the owner, opens it from the email: told what fixes it, offered no correction.
+    owner = _page(site, width=1280, height=800)
+    _sign_in_anywhere(site, owner, "sam")
+    owner.goto(f"{site.url}/memories/{new.item_id}/")
+    expect(owner.locator("#tie-fix")).to_contain_text(
+        f"It ties with “{HOME}”: equally ranked, with another value"
+    )
+    expect(owner.locator("#tie-fix")).to_contain_text("A correction does not help.")
+    expect(owner.get_by_role("heading", name="Propose a correction")).to_have_count(0)
+    _no_axe_violations(owner)
+    screenshot(owner, "item_tie_failed_owner_1280")
+
 
 # --- point 4 ---------------------------------------------------------------------------
 

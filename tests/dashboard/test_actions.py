@@ -194,11 +194,14 @@ def test_a_custom_scenario_can_fail_the_checks_and_a_recheck_runs_them_again(
 ) -> None:
     client = demo.client("rita")
     memory_id = demo.items["order_a"]
-    added = client.post(
+    added = _post(
+        client,
         f"/memories/{memory_id}/scenarios/",
         {"kind": "inapplicable", "context": "task=order-a", "expect": "does_not_apply"},
+        commit,
     )
-    _post(client, f"/memories/{memory_id}/approve/", {"comment": ""}, commit)
+    # The preview ran again with the scenario and failed: approving must confirm it.
+    _post(client, f"/memories/{memory_id}/approve/", {"comment": "", "despite": "1"}, commit)
     assert _head(demo, "order_a").status == "checks_failed"
     page = client.get(f"/memories/{memory_id}/").content.decode()
     to_checking = AuditEvent.objects.filter(action="memory.checking", target_id=memory_id)

@@ -5,6 +5,7 @@ version whose preview failed counts only when confirmed (on its page, in bulk, w
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,8 @@ from django.utils.html import escape
 from approvals import services
 from approvals.models import Approval, ScenarioRemoval
 from audit.models import AuditEvent
+from core.outbox import outbox_sweep
+from memory import proposals
 from memory.models import MemoryVersion, Scenario
 from tests.dashboard.support import Demo
 
@@ -84,7 +87,7 @@ def test_bulk_approve_leaves_a_failed_preview_out_and_lists_it_unless_confirmed(
         response = rita.post("/queue/approve/", {"memory": [memory_id, rule]}, follow=True)
 
     said = [str(m) for m in response.context["messages"]]
-    assert said[0] == "Approved 1 of 2. Left out 1 whose preview failed."
+    assert said[0] == "Approved 1 of 2. Left out 1 whose preview failed or is out of date."
     assert said[1].startswith(f"“{ORDER}”: left out, not approved: its preview failed: ")
     assert _approvals(memory_id) == 0
     assert _approvals(rule) == 1
@@ -162,3 +165,83 @@ def test_reject_is_offered_once_the_checks_failed(demo: Demo, commit: Any) -> No
     assert 'id="reject-h">Reject</h2>' in page
     assert rejected.status_code == 302
     assert MemoryVersion.objects.get(item_id=memory_id).status == "rejected"
+
+
+def _propose_note(demo: Demo, commit: Any, value: str) -> str:
+    """A note for order-a's delivery, proposed by the agent: a task fact, so reviewed."""
+    order = demo.item("order_a").versions.get()
+    with commit():
+        version = proposals.memory_propose(
+            principal=demo.agent(),
+            data={
+                "kind": "task_fact",
+                "subject": order.subject_id,
+                "field": "delivery_note",
+                "value": value,
+                "statement": f"Order order-a's note: {value}.",
+                "scope": order.scope,
+                "owner": "sam",
+                "expires_at": order.expires_at,
+                "sources": order.source_ids,
+                "basis": order.basis,
+            },
+        )
+    return version.item_id
+
+
+def test_a_preview_a_tie_made_stale_is_not_shown_as_passed_nor_approved_in_bulk(
+    demo: Demo, commit: Any
+) -> None:
+    """Two notes for Dana pass their previews while neither is in use; once one becomes
+    active the other's "passed" is no longer true: the queue says so and reruns it, and
+    bulk approval leaves it out instead of sending a tie to its checks."""
+    ring, door = (
+        _propose_note(demo, commit, "ring twice"),
+        _propose_note(demo, commit, "at the door"),
+    )
+    rita = demo.client("rita")
+    assert "passed" in _row(rita.get("/").content.decode(), door)
+    with commit():
+        rita.post("/queue/approve/", {"only": ring})
+    assert MemoryVersion.objects.get(item_id=ring).status == "active"
+
+    row = _row(rita.get("/").content.decode(), door)  # it asks for a rerun, not run yet
+    response = rita.post("/queue/approve/", {"memory": [door]}, follow=True)
+
+    assert "data-stale" in row and "out of date, running again" in row
+    assert "passed" not in row
+    [said] = [str(m) for m in response.context["messages"]]
+    assert said == (
+        "“Order order-a's note: at the door.”: left out, not approved: its preview is out of "
+        "date (another memory of this field started being used since it ran) and is "
+        "running again. Approve it once the new result is shown."
+    )
+    assert _approvals(door) == 0
+    # Once the rerun the queue asked for has run, the tie is on the row, as a failure.
+    with commit():
+        outbox_sweep(older_than=timedelta(0))
+    rerun = _row(rita.get("/").content.decode(), door)
+    assert "data-stale" not in rerun and "failed" in rerun
+
+
+def test_an_approval_from_a_page_that_showed_a_stale_preview_approves_nothing(
+    demo: Demo, commit: Any
+) -> None:
+    ring, door = (
+        _propose_note(demo, commit, "ring twice"),
+        _propose_note(demo, commit, "at the door"),
+    )
+    rita = demo.client("rita")
+    with commit():
+        rita.post("/queue/approve/", {"only": ring})
+
+    refused = rita.post(f"/memories/{door}/approve/", {"comment": "", "despite": "1"})
+
+    assert refused.status_code == 409
+    assert "its preview is out of date and is running again" in refused.content.decode()
+    assert _approvals(door) == 0
+
+
+def _row(body: str, memory_id: str) -> str:
+    start = body.index(f'<tr data-memory="{memory_id}"')
+    return body[start : body.index("</tr>", start)]
