@@ -72,6 +72,7 @@ class RedisScheduler(Scheduler):
             decode_responses=True,
         )
         self.leading: bool | None = None  # None: not known yet (logged once either way)
+        self.redis_answers = True  # False during an outage, logged once when it starts
         super().__init__(*args, **kwargs)
         # Tick often enough to renew the lease well before it lapses.
         self.max_interval = min(int(self.max_interval or 300), max(1, self.lease_seconds // 3))
@@ -117,9 +118,21 @@ class RedisScheduler(Scheduler):
     def _hold_lease(self) -> bool:
         try:
             held = bool(self.redis.eval(_LEASE, 1, LEASE_KEY, self.identity, self.lease_seconds))
-        except RedisError:
-            logger.warning("beat: lease unreachable; not sending", exc_info=True)
-            held = False
+        except RedisError as exc:
+            # One line an outage, not a traceback a tick; and no other beat is to blame.
+            if self.redis_answers:
+                logger.warning(
+                    "beat: Redis unreachable (%s: %s); %s sends nothing until it answers",
+                    type(exc).__name__,
+                    str(exc).splitlines()[0] if str(exc) else "",
+                    self.identity,
+                )
+            self.redis_answers = False
+            self.leading = None  # unknown: the next answer says who leads
+            return False
+        if not self.redis_answers:
+            logger.info("beat: Redis answers again")
+            self.redis_answers = True
         if held and not self.leading:
             logger.info("beat: %s takes the lease and sends the schedule", self.identity)
             self._restore()  # what the previous holder sent

@@ -10,9 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -20,7 +22,7 @@ from django.conf import settings
 
 from config.beat import LEASE_KEY, STATE_KEY
 from tests.conftest import needs
-from tests.deploy.live import wait_for
+from tests.deploy.live import Relay, wait_for
 from tests.deploy.support import ROOT
 from tests.integration.test_workflow_worker import _test_database_url
 
@@ -46,7 +48,7 @@ def sent(broker: redis.Redis, task: str) -> int:
 
 
 class Beat:
-    def __init__(self, var_dir: Path) -> None:
+    def __init__(self, var_dir: Path, **env: str) -> None:
         var_dir.mkdir(parents=True)  # a new pod's /tmp: nothing from a previous beat
         self.log = var_dir / "beat.log"
         with self.log.open("wb") as out:
@@ -61,6 +63,7 @@ class Beat:
                     "SECRET_KEY": "test-only-secret-key-for-beat",
                     "MEMGOV_VAR_DIR": str(var_dir),
                     "MEMGOV_BEAT_LEASE_SECONDS": str(LEASE_SECONDS),
+                    **env,
                 },
             )
 
@@ -132,3 +135,33 @@ def test_a_second_beat_stands_by_and_takes_over_when_the_first_stops(broker, bea
         "the standby to lead", lambda: standby.says("takes the lease"), timeout=LEASE_SECONDS * 3
     )
     assert sent(broker, RETENTION) == 1  # it read what the first one sent
+
+
+def test_a_beat_cut_off_from_redis_says_so_once_and_blames_no_other_beat(broker, beats, tmp_path):
+    """Issue 47, point 8: during a Redis outage beat said "another beat holds the lease"
+    and logged a traceback every tick."""
+    target = urlsplit(str(settings.CELERY_BROKER_URL))
+    relay = Relay((target.hostname or "127.0.0.1", target.port or 6379))
+    through_relay = target._replace(netloc=f"127.0.0.1:{relay.port}").geturl()
+    try:
+        beat = Beat(tmp_path / "beat", CELERY_BROKER_URL=through_relay)
+        beats.append(beat)
+        wait_for("the beat to lead", lambda: beat.says("takes the lease"), timeout=60)
+
+        relay.cut()
+        wait_for("the outage line", lambda: beat.says("Redis unreachable"), timeout=30)
+        time.sleep(LEASE_SECONDS)  # three more ticks in the outage
+
+        log = beat.output()
+        assert log.count("Redis unreachable") == 1, log
+        assert "another beat holds the lease" not in log
+        assert "Traceback" not in log
+
+        relay.mend()
+        wait_for("Redis to answer", lambda: beat.says("Redis answers again"), timeout=30)
+        wait_for("it to lead again", lambda: beat.output().count("takes the lease") == 2)
+        assert "another beat holds the lease" not in beat.output()
+    finally:
+        for started in beats:
+            started.stop()
+        relay.close()
