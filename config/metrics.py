@@ -40,7 +40,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 from redis import Redis
+from redis.exceptions import RedisError
 
+from config.beat import LEASE_KEY
 from config.queues import QUEUES
 
 SENT_AT_HEADER = "memgov_sent_at"
@@ -146,6 +148,14 @@ def queue_heads() -> dict[str, tuple[int, bytes | None]]:
     return {queue: (int(answers[2 * i]), answers[2 * i + 1]) for i, queue in enumerate(QUEUES)}
 
 
+def _database_up(answered: bool) -> GaugeMetricFamily:
+    """1 when this scrape's queries reached PostgreSQL: the database itself, seen from a
+    web pod, whether or not the pod is in the Service."""
+    up = GaugeMetricFamily("memgov_database_up", "1 when PostgreSQL answered this scrape.")
+    up.add_metric([], int(answered))
+    return up
+
+
 def _sent_at(raw: bytes) -> float | None:
     try:
         headers = json.loads(raw).get("headers") or {}
@@ -159,11 +169,31 @@ class LiveCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from self._queue()
+        yield from self._beat_leader()
         try:  # gathered first: a database outage leaves these out, never fails the scrape
             from_database = [*self._reviews(), *self._backlogs(), *self._database_connections()]
         except DatabaseError:
+            yield _database_up(False)
             return
+        yield _database_up(True)
         yield from from_database
+
+    def _beat_leader(self) -> Iterator[GaugeMetricFamily]:
+        """Whether a beat sends the schedule: its lease lapses within
+        MEMGOV_BEAT_LEASE_SECONDS of the last tick of the last leader (config/beat.py).
+        A broker that does not answer holds no lease, so no beat sends."""
+        broker = str(settings.CELERY_BROKER_URL)
+        if broker.startswith("filesystem://"):
+            return  # make run's beat keeps its schedule in a file and takes no lease
+        try:
+            held = bool(_broker_client(broker).exists(LEASE_KEY))
+        except RedisError:
+            held = False
+        leader = GaugeMetricFamily(
+            "memgov_beat_leader", "1 while a beat holds the lease and sends the schedule."
+        )
+        leader.add_metric([], int(held))
+        yield leader
 
     def _queue(self) -> Iterator[GaugeMetricFamily]:
         length = GaugeMetricFamily(
