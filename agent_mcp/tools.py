@@ -284,7 +284,14 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "description": "Instead of value, when the user pointed rather than said "
                 "('send it there'): the words as said. The answer's 'needs_clarification' "
                 "asks which value is meant (answer it with clarify). A value that is only "
-                "'there', 'it' or 'the usual' is treated the same way.",
+                "'there', 'it' or 'the usual' is treated the same way, unless the field "
+                "catalog's value_schema makes it literal or value_is_literal is true.",
+            },
+            "value_is_literal": {
+                "type": "boolean",
+                "description": "true when value is meant as said although it reads like a "
+                "pointer ('it', the ISO code for Italian; 'The Usual', a band): it is stored "
+                "as given, no question asked. Not with value_mention.",
             },
             "value_options": {
                 "type": "array",

@@ -220,6 +220,13 @@ class ProposalInput(_ContentInput):
     value = serializers.JSONField(required=False)
     value_mention = serializers.CharField(max_length=200, required=False, allow_blank=True)
     value_options = ValueOptionInput(many=True, required=False)
+    # True: ``value`` is what it says ("it", the ISO code for Italian), never a referent.
+    value_is_literal = serializers.BooleanField(
+        required=False,
+        help_text="true: 'value' is meant as said ('it', the ISO code for Italian; 'The "
+        "Usual', a band), never read as pointing at something said before. Not with "
+        "'value_mention'.",
+    )
     # Omitted only when the field catalog gives the field a default expiry.
     expires_at = ZonedDateTimeField(required=False, allow_null=True)
 

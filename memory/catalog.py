@@ -141,6 +141,21 @@ def _audited(definition: FieldDefinition) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k not in ("updated_by", "updated_at")}
 
 
+def makes_value_literal(definition: FieldDefinition | None) -> bool:
+    """The field's schema says what a value is (an enum or const, a pattern, a type that
+    is not a string): then "it" is the ISO code for Italian, not a pointer to something
+    said before, and no clarification is asked (issue 44, point 11)."""
+    schema = definition.value_schema if definition is not None else None
+    if not isinstance(schema, Mapping) or not schema:
+        return False
+    if any(keyword in schema for keyword in ("enum", "const", "pattern")):
+        return True
+    kinds = schema.get("type")
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    return isinstance(kinds, list) and bool(kinds) and "string" not in kinds
+
+
 def default_expiry(definition: FieldDefinition | None, now: datetime) -> datetime | None:
     if definition is None or definition.default_expiry_days is None:
         return None

@@ -59,14 +59,13 @@ def _validated_content(
     *,
     principal: Principal,
     kind: str,
-    field_name: str,
     data: Mapping[str, Any],
     errors: rules.Errors,
+    definition: FieldDefinition | None,
     value_pending: bool = False,
 ) -> ProposalContent | None:
     now = timezone.now()
     scope = data["scope"]
-    definition = catalog.definitions_for(principal.tenant.pk, {field_name}).get(field_name)
     expires_at = _expiry(definition, data, now, errors)
     rules.check_scope(kind, scope, errors)
     rules.check_expiry(kind, expires_at, now, errors)
@@ -133,11 +132,21 @@ def _expiry(
     return default
 
 
-def _value_mention(data: Mapping[str, Any], errors: rules.Errors) -> str:
-    """What the value points at instead of naming it ("there"), or ""."""
+def _value_mention(
+    data: Mapping[str, Any], definition: FieldDefinition | None, errors: rules.Errors
+) -> str:
+    """What the value points at instead of naming it ("there"), or "": never for a value
+    that is literal, by the proposer's word (``value_is_literal``) or the field catalog's
+    schema ("it", the ISO code for Italian)."""
     mention = (data.get("value_mention") or "").strip()
-    said = clarifications.referent(data.get("value"))
-    if mention and "value" in data and said is None:
+    literal = data.get("value_is_literal") is True or catalog.makes_value_literal(definition)
+    said = None if literal else clarifications.referent(data.get("value"))
+    if mention and data.get("value_is_literal") is True:
+        errors.add(
+            "value_is_literal",
+            "a literal value is given as 'value'; 'value_mention' is for one that points",
+        )
+    elif mention and "value" in data and said is None:
         errors.add("value_mention", "give either 'value' or 'value_mention', not both")
     if not mention and "value" not in data:
         errors.add("value", "is required (or 'value_mention' when the value is unclear)")
@@ -247,13 +256,14 @@ def memory_propose(*, principal: Principal, data: Mapping[str, Any]) -> MemoryVe
     if bool(subject_id) == bool(mention):
         errors.add("subject", "give exactly one of 'subject' or 'subject_mention'")
     subject = rules.find_subject(principal.tenant, subject_id, errors) if subject_id else None
-    value_mention = _value_mention(data, errors)
+    definition = catalog.definitions_for(principal.tenant.pk, {data["field"]}).get(data["field"])
+    value_mention = _value_mention(data, definition, errors)
     content = _validated_content(
         principal=principal,
         kind=kind,
-        field_name=data["field"],
         data=data,
         errors=errors,
+        definition=definition,
         value_pending=bool(value_mention),
     )
     options: list[dict[str, Any]] = []
@@ -407,9 +417,9 @@ def memory_correct(
         content = _validated_content(
             principal=principal,
             kind=locked.kind,
-            field_name=locked.field,
             data=merged,
             errors=errors,
+            definition=catalog.definitions_for(locked.tenant_id, {locked.field}).get(locked.field),
         )
         errors.raise_if_any()
         assert content is not None  # noqa: S101 - no errors means content was built

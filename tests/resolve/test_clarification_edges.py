@@ -9,12 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from rest_framework.test import APIClient
 
+from agent_mcp.tools import BY_NAME
 from audit.models import AuditEvent
 from core.principals import Principal
 from memory import tenancy
+from memory.grants import permission_grant
 from memory.models import MemoryVersion, Status
 from tests.conftest import World, later
+from tests.mcp.support import InProcess, answer, problem
 from tests.resolve.conftest import Story
 from tests.resolve.test_clarification import HOME, OFFICE, addresses, send_it_there
 
@@ -22,6 +26,7 @@ __all__ = ["addresses"]  # the fixture, shared with the clarification stories
 
 GYM = "1 Gym Lane"
 VAULT = "9 Vault Street"
+OPENAPI_JSON = "application/vnd.oai.openapi+json"
 
 
 def there_for(world: World, mention: str, **extra: Any) -> dict[str, Any]:
@@ -158,3 +163,89 @@ def test_a_subject_with_no_value_in_use_says_to_give_the_value(world, story: Sto
         "correct the memory with the value itself."
     )
     assert MemoryVersion.objects.get(item_id=memory_id).status == Status.HELD_UNRESOLVED
+
+
+def literal(world: World, subject: str, field: str, value: Any, **extra: Any) -> dict[str, Any]:
+    """A preference of Dana's whose value reads like a pointer but is not one."""
+    body = send_it_there(world, subject, field=field, value=value, **extra)
+    body.update(kind="preference", scope={}, expires_at=None, owner="nora")
+    body["statement"] = f"Dana's {field} is {value}."
+    return body
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"enum": ["de", "en", "it"]}, "it"),
+        ({"type": "string", "pattern": "^[a-z]{2}$"}, "it"),
+        ({"type": ["integer", "string"], "const": "it"}, "it"),
+        ({"type": "object"}, "there"),  # not stored (not an object), never asked about
+    ],
+)
+def test_a_field_whose_schema_makes_values_literal_asks_no_question(world, dana, schema, value):
+    permission_grant(user=world.users["rita"], tenant=world.tenant, codename="tenant_admin")
+    put = world.client("rita").put("/api/v1/fields/language", {"value_schema": schema}, "json")
+    assert put.status_code in (200, 201), put.content
+
+    proposed = world.client("agent").post(
+        "/api/v1/memories", literal(world, dana, "language", value), format="json"
+    )
+
+    if schema.get("type") == "object":
+        assert proposed.status_code == 422
+        assert list(proposed.json()["errors"]) == ["value"]
+        assert not MemoryVersion.objects.exists()
+        return
+    assert proposed.status_code == 201, proposed.content
+    body = proposed.json()
+    assert (body["status"], body["value"], body["needs_clarification"]) == (
+        "checking",
+        "it",
+        None,
+    )
+
+
+def test_a_band_called_the_usual_is_stored_when_the_proposer_says_it_is_literal(world, dana):
+    """Over MCP too: the tool's input schema has the member, and the answer the value."""
+    agent = InProcess(world.keys["agent"])
+    body = literal(world, dana, "favourite_band", "The Usual", value_is_literal=True)
+
+    stored = answer(agent.call("propose_memory", body))
+
+    assert (stored["status"], stored["value"], stored["needs_clarification"]) == (
+        "checking",
+        "The Usual",
+        None,
+    )
+    # Without it, "the usual" points at something said before: nothing of Dana's to offer.
+    asked = problem(agent.call("propose_memory", {**body, "value_is_literal": False}), 422)
+    assert list(asked["errors"]) == ["value_mention"]
+
+
+@pytest.mark.parametrize(
+    ("change", "member"),
+    [
+        ({"value_is_literal": "yes"}, "value_is_literal"),
+        ({"value_is_literal": True, "value_mention": "there"}, "value_is_literal"),
+    ],
+)
+def test_a_wrong_value_is_literal_is_422_naming_it_and_changes_nothing(world, dana, change, member):
+    body = {**literal(world, dana, "favourite_band", "The Usual"), **change}
+    if "value_mention" in change:
+        del body["value"]
+
+    refused = world.client("agent").post("/api/v1/memories", body, format="json")
+
+    assert refused.status_code == 422
+    assert refused["Content-Type"] == "application/problem+json"
+    assert list(refused.json()["errors"]) == [member]
+    assert not MemoryVersion.objects.exists()
+
+
+def test_value_is_literal_is_in_the_openapi_schema_and_the_tool_input(db):
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT=OPENAPI_JSON).json()
+    member = schema["components"]["schemas"]["ProposalInput"]["properties"]["value_is_literal"]
+    tool = BY_NAME["propose_memory"].input_schema()["properties"]["value_is_literal"]
+
+    assert (member["type"], tool["type"]) == ("boolean", "boolean")
+    assert "ISO code" in member["description"] and "ISO code" in tool["description"]

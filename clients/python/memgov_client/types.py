@@ -191,6 +191,7 @@ class Proposal(_VersionOptions):
     subject_mention: NotRequired[str]
     value_mention: NotRequired[str]
     value_options: NotRequired[list[ValueOption]]
+    value_is_literal: NotRequired[bool]  # "it" as said (the ISO code), never a pointer
 
 
 class Correction(_VersionOptions, total=False):
