@@ -451,14 +451,20 @@ def _answer(
             replace(c, verification=verification) if c.memory_id == version.item_id else c
             for c in candidates
         ]
-    return resolver.resolve(candidates, _query(version, spec, now), policy), candidates
+    return resolver.resolve(candidates, _query(version, spec, now, candidates), policy), candidates
 
 
-def _query(version: MemoryVersion, spec: Spec, now: datetime) -> resolver.Query:
+def _query(
+    version: MemoryVersion, spec: Spec, now: datetime, candidates: Sequence[resolver.Candidate]
+) -> resolver.Query:
+    """As the spec's principal asks (the visibility check), else as a reader who holds
+    every label any candidate needs: checks look at what the resolver does, not at who
+    may see it, so a regression is judged, and its impact told, with the memories a
+    label-less agent would not be shown (issue 43, point 5)."""
     labels = (
         frozenset(spec.labels)
         if spec.labels is not None
-        else frozenset({"*"}) | _all_labels(version)
+        else frozenset({"*"}).union(*(labels for c in candidates for labels in c.visibility))
     )
     return resolver.Query(
         context=spec.context,
@@ -492,7 +498,7 @@ def _fallback(
     spared = [
         c for c in candidates if c.memory_id == version.item_id or revoked.isdisjoint(c.source_ids)
     ]
-    return resolver.resolve(spared, _query(version, spec, now), policy)
+    return resolver.resolve(spared, _query(version, spec, now, candidates), policy)
 
 
 def _ask(
@@ -517,11 +523,6 @@ def verification_when_active(version: MemoryVersion) -> str:
     ):
         return version.verification
     return rules.verification_on_approval(version)
-
-
-def _all_labels(version: MemoryVersion) -> frozenset[str]:
-    """Checks look at what the resolver does, not at who may see it: every label it needs."""
-    return frozenset(label for labels in version.required_visibility for label in labels)
 
 
 def _selected(resolution: resolver.Resolution, version: MemoryVersion) -> bool:

@@ -190,9 +190,9 @@ def test_the_queue_costs_the_same_queries_for_two_items_or_twelve(
     omar = principal_for_user(flow.world.users["omar"])
     assert omar is not None
     _many_pending(flow, 2)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(10):
         assert len(review_queue(omar)[0]) == 2
     _many_pending(flow, 10)
 
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(10):
         assert len(review_queue(omar)[0]) == 12

@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import strip_tags
 
+from approvals.checking import preview
 from approvals.services import version_approve
 from core.models import ApiKey
 from dashboard.impact import AgentView, Told, impact_views
@@ -168,3 +169,22 @@ def test_a_tenant_without_agent_keys_says_whose_view_is_shown(demo: Demo) -> Non
     [view] = impact_views(demo.principal("rita"), rule) or []
 
     assert view.no_keys and view.whose.startswith("No agent key of this tenant can resolve now")
+
+
+def test_the_regression_check_sees_the_p9_exception_a_label_less_agent_is_not_shown(
+    demo: Demo, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The checks judge what the resolver does, not what one reader may see: the
+    tenant-wide rule's regression check in P-9 finds the exception in force there (the
+    staff agent's answer), as the Impact panel shows it, and not the label-less "nothing"."""
+    _approve(demo, django_capture_on_commit_callbacks, "p9_rule")
+    rule = MemoryVersion.objects.get(item_id=demo.items["tenant_rule"])
+
+    preview(rule.pk)
+
+    [regression] = [c for c in rule.checks.all() if c.scenario["kind"] == "regression"]
+    assert regression.scenario["context"] == P9
+    assert regression.outcome == "passed"
+    # The exception keeps answering in P-9: nothing changes there (a label-less view
+    # would report "nothing → required").
+    assert regression.impact == []
