@@ -18,6 +18,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # never delays a gate run, an activation or a notification of any tenant. A worker started
 # without -Q consumes both (tests, older command lines); deploy/ and make run start one
 # worker per queue.
+from config.liveness import Heartbeat
 from config.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
 
 app = Celery("config")
@@ -27,8 +28,13 @@ app.conf.update(
     # Each queue bound by its own name, not both by the default key "celery".
     task_queues=[Queue(name, routing_key=name) for name in QUEUES],
     task_routes={"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}},
+    # A worker whose broker is gone waits for it however long it takes (Celery gives up
+    # after 100 tries by default, about 50 minutes, and exits): a restart would not help.
+    broker_connection_max_retries=None,
 )
 app.autodiscover_tasks()
+# The heartbeat file the worker pods' probes read instead of a ping through the broker.
+app.steps["worker"].add(Heartbeat)
 
 
 @signals.worker_init.connect
