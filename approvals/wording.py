@@ -15,11 +15,20 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from approvals.explain import failure_sentence, latest_deciding, statements_for
+from approvals.explain import (
+    failure_clauses,
+    failure_sentence,
+    failures,
+    is_tie,
+    latest_deciding,
+    latest_preview,
+    statements_for,
+)
 from approvals.models import CheckResult
 from core import authority
 from core.principals import Principal
-from memory.models import MemoryVersion, Source, Status
+from memory import clarifications
+from memory.models import Clarification, MemoryVersion, Source, Status
 
 REVOKED = re.compile(r"^source (?P<source>src_\w+) revoked: (?P<reason>.*)$", re.DOTALL)
 PUBLISHED = re.compile(r"^policy (?P<policy>\S+) published: (?P<reason>.*)$", re.DOTALL)
@@ -170,3 +179,146 @@ def _and(names: Sequence[str]) -> str:
 
 def _or(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+# --- a proposal's reasons, for the agent or person who proposed it (issue 44, point 10) ---
+
+
+def proposal_reasons(version: MemoryVersion, reader: Principal) -> list[str]:
+    """Why a proposal is where it is, each reason saying what happens next and what the
+    proposer can do, naming only memories and values ``reader`` may see. Expects
+    ``versions_with_details`` (approvals and checks prefetched)."""
+    approvals = list(version.approvals.all())
+    rejections = [a for a in approvals if a.decision == "reject"]
+    reasons = [said] if (said := _status_said(version, reader, rejections)) else []
+    for rejection in rejections:
+        comment = f": {rejection.comment}" if rejection.comment else ""
+        reasons.append(f"rejected by {rejection.reviewer.get_username()}{comment}")
+    status = version.status
+    if status == Status.HELD_UNRESOLVED:
+        reasons.extend(_questions_said(version, reader))
+    elif status == Status.PENDING_REVIEW:
+        approved = sum(1 for a in approvals if a.decision == "approve")
+        waiting = max(version.approvals_required - approved, 1)
+        reasons.append(
+            f"waiting for {waiting} more approval(s) from a reviewer; then its checks run "
+            "and it becomes active. Nothing to do meanwhile (correct_memory if it is wrong)"
+        )
+        reasons.extend(
+            f"its preview checks found: {clause}"
+            for clause in _failures_said(version, reader, latest_preview(version.checks.all()))
+        )
+    elif status == Status.CHECKING:
+        reasons.append(
+            "scenario checks are running: it becomes active if they pass; nothing to do meanwhile"
+        )
+    elif status == Status.CHECKS_FAILED:
+        failed = _failures_said(version, reader, latest_deciding(version.checks.all()))
+        reasons.extend(f"its checks failed: {clause}" for clause in failed)
+        reasons.append(
+            "it is not used as it is: correct it (correct_memory) and its checks run "
+            "again, or a reviewer rejects it"
+        )
+    elif status == Status.REJECTED:
+        reasons.append(
+            "it will not be used: if the claim still holds, propose it again "
+            "(propose_memory) with what the reviewer asked for"
+        )
+    return reasons
+
+
+def _status_said(version: MemoryVersion, reader: Principal, rejections: Sequence[Any]) -> str:
+    """The stored reason of the last status change in words, when it adds something: a
+    rejection's comment is said once (with its reviewer) and the check engine's detail
+    never (the failures are said in words)."""
+    reason = version.status_reason
+    if not reason or version.status in (Status.CHECKS_FAILED, Status.HELD_UNRESOLVED):
+        return ""
+    if version.status == Status.REJECTED:
+        return "" if rejections else f"rejected: {reason}"
+    return reason_words(version, reader)
+
+
+def _questions_said(version: MemoryVersion, reader: Principal) -> list[str]:
+    """Each open question with the answers the reader may give (subject first)."""
+    said = []
+    for question in clarifications.open_questions(version):
+        mention = question.mention
+        if question.member == Clarification.Member.SUBJECT:
+            options = ", ".join(f"{o['id']} ({o['label']})" for o in question.options)
+            if options:
+                said.append(
+                    f"held: which entity does “{mention}” mean? Answer with clarify: "
+                    f"{options} (or a reviewer links it)"
+                )
+            else:
+                said.append(
+                    f"held: no entity is named “{mention}”: create it (create_entity) and "
+                    "answer with clarify and its id (or a reviewer links it)"
+                )
+            continue
+        field = version.field
+        options = ", ".join(
+            f"{o.body['id']} {_value_text(o.body['value'])}"
+            for o in clarifications.readable_options(reader, question.options)
+        )
+        if options:
+            said.append(
+                f"held: which {field} does “{mention}” mean? Answer with clarify: {options}"
+            )
+        elif clarifications.waits_for_subject(question, version):
+            said.append(
+                f"held: which {field} “{mention}” means is asked once the subject is answered, "
+                "with the values in use for it"
+            )
+        else:
+            said.append(
+                f"held: no {field} you may see is one “{mention}” could mean: correct the "
+                "memory with the value itself (correct_memory)"
+            )
+    return said
+
+
+def _failures_said(
+    version: MemoryVersion, reader: Principal, results: Sequence[CheckResult]
+) -> list[str]:
+    """Each failure of one run as a clause with what the proposer can do: a tie names the
+    memory it ties with (id, value or statement) only to a reader who may see it. A tie
+    also fails "applicable: its own scope", which the tie explains, so that is not said."""
+    failed = failures(results)
+    if not failed:
+        return []
+    ties = [r for r in failed if is_tie(r)]
+    said = [_tie_said(version, reader, str(r.scenario.get("regression_of") or "")) for r in ties]
+    rest = [r for r in failed if not is_tie(r)]
+    if ties:
+        rest = [r for r in rest if r.scenario.get("name") != "applicable: its own scope"]
+    said.extend(failure_clauses(rest, statements_for(reader, version)))
+    return said
+
+
+def _tie_said(version: MemoryVersion, reader: Principal, item_id: str) -> str:
+    """The memory it ties with, by its id and the value it holds in use, when the reader
+    may see that version and its memory's head (as ``clarifications.readable_options``)."""
+    lineage = list(
+        MemoryVersion.objects.filter(tenant_id=version.tenant_id, item_id=item_id).order_by(
+            "-number"
+        )
+    )
+    other = next((v for v in lineage if v.status == Status.ACTIVE), lineage[0] if lineage else None)
+    if other is None or not (sees(reader, other) and sees(reader, lineage[0])):
+        return (
+            "it ties with another memory you may not see, so agents would get no answer "
+            "there: a reviewer decides which one holds"
+        )
+    if other.scope == version.scope:
+        return (
+            f"{item_id} already holds {_value_text(other.value)} for this scope: propose a "
+            f"correction of {item_id} (correct_memory) instead of a new memory"
+        )
+    where = ", ".join(f"{d} is {v}" for d, v in sorted(other.scope.items())) or "everywhere"
+    return (
+        f"it ties with “{other.statement}” ({item_id}) where {where}, so agents would get no "
+        f"answer there: propose a correction of {item_id} (correct_memory), or narrow this "
+        "one's scope"
+    )

@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from approvals import wording
 from contract.answers import validated
 from contract.serializers import StrictInput
 from core.cursors import MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
@@ -132,7 +133,10 @@ def my_proposals(principal: Principal, data: Any) -> Page:
     )
     page = rows[:limit]
     return Page(
-        results=[discovery.proposal_representation(v) for v in page],
+        results=[
+            discovery.proposal_representation(v, wording.proposal_reasons(v, principal))
+            for v in page
+        ],
         next_cursor=PROPOSALS_CURSOR.encode([page[-1].pk]) if len(rows) > limit else None,
     )
 

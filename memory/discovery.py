@@ -39,31 +39,8 @@ def proposals_of(
     return list(versions_with_details(versions).order_by("pk")[:limit])
 
 
-def _reasons(version: MemoryVersion) -> list[str]:
-    """Why the version is in its status, in words an agent can pass on."""
-    reasons: list[str] = []
-    if version.status_reason:
-        reasons.append(version.status_reason)
-    approvals = list(version.approvals.all())
-    for approval in approvals:
-        if approval.decision == "reject":
-            comment = f": {approval.comment}" if approval.comment else ""
-            reasons.append(f"rejected by {approval.reviewer.get_username()}{comment}")
-    if version.status == Status.PENDING_REVIEW:
-        approved = sum(1 for a in approvals if a.decision == "approve")
-        waiting = max(version.approvals_required - approved, 1)
-        reasons.append(f"waiting for {waiting} more approval(s)")
-    elif version.status == Status.HELD_UNRESOLVED and not version.subject_id:
-        reasons.append("held: a reviewer must link the subject mention to an entity")
-    elif version.status == Status.CHECKING:
-        reasons.append("scenario checks are running")
-    failed = [c for c in version.checks.all() if c.outcome == "failed"]
-    if failed and version.status in (Status.CHECKS_FAILED, Status.REJECTED):
-        reasons.append(f"{len(failed)} scenario check(s) failed")
-    return reasons
-
-
-def proposal_representation(version: MemoryVersion) -> dict[str, Any]:
+def proposal_representation(version: MemoryVersion, reasons: list[str]) -> dict[str, Any]:
+    """``reasons`` are in words, for the reader (``approvals.wording.proposal_reasons``)."""
     return {
         "memory_id": version.item_id,
         "version": version.number,
@@ -74,7 +51,7 @@ def proposal_representation(version: MemoryVersion) -> dict[str, Any]:
         "statement": one_line(version.statement),
         "status": version.status,
         "in_use": version.status == Status.ACTIVE,
-        "reasons": _reasons(version),
+        "reasons": reasons,
         "recorded_at": iso(version.recorded_at),
         "status_changed_at": iso(version.status_changed_at),
     }

@@ -1,0 +1,165 @@
+"""A proposal's reasons say what happens next and what the agent can do (issue 44, point
+10): a held value question lists the options to answer with ``clarify``, a subject
+mention says the agent may answer it too, a rejection is said once, and failed checks
+are words naming the memory it ties with, as far as the reader may see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from approvals.services import version_reject
+from core.models import ApiKey
+from core.principals import Principal
+from memory import tenancy
+from memory.models import MemoryItem, MemoryVersion
+from tests.conftest import World, later
+from tests.mcp.support import InProcess, answer
+from tests.resolve.conftest import Story
+from tests.resolve.test_clarification import HOME, OFFICE, addresses, send_it_there
+
+__all__ = ["addresses"]  # the fixture, shared with the clarification stories
+
+
+def reasons(world: World, key: str, memory_id: str) -> list[str]:
+    """The reasons ``GET /proposals`` gives, the same as the MCP tool's."""
+    listed = world.client(key).get("/api/v1/proposals").json()["results"]
+    over_mcp = answer(InProcess(world.keys[key]).call("list_my_proposals", {}))["results"]
+    assert listed == over_mcp
+    [found] = [p["reasons"] for p in listed if p["memory_id"] == memory_id]
+    return list(found)
+
+
+def test_a_held_value_question_says_to_answer_with_clarify_and_its_options(world, dana, addresses):
+    held = world.client("agent").post("/api/v1/memories", send_it_there(world, dana), "json")
+    memory_id = held.json()["id"]
+
+    said = reasons(world, "agent", memory_id)
+
+    assert said == [
+        f"held: which delivery_address does “there” mean? Answer with clarify: "
+        f"opt_1 “{HOME}”, opt_2 “{OFFICE}”"
+    ]
+
+
+def test_a_held_subject_says_the_agent_may_answer_and_the_value_waits(world, dana, addresses):
+    body = send_it_there(world, "", subject_mention="Dana")
+    del body["subject"]
+    memory_id = world.client("agent").post("/api/v1/memories", body, "json").json()["id"]
+
+    said = reasons(world, "agent", memory_id)
+
+    assert said == [
+        f"held: which entity does “Dana” mean? Answer with clarify: {dana} (Dana Kim "
+        "(customer)) (or a reviewer links it)",
+        "held: which delivery_address “there” means is asked once the subject is answered, "
+        "with the values in use for it",
+    ]
+
+
+def test_a_rejection_is_said_once_with_what_to_do(world, dana):
+    body = send_it_there(world, dana, value="9 Pier Road")
+    memory_id = world.client("agent").post("/api/v1/memories", body, "json").json()["id"]
+    item = MemoryItem.objects.get(pk=memory_id)
+    version_reject(principal=world.principal("rita"), item=item, reason="order-b was cancelled")
+
+    said = reasons(world, "agent", memory_id)
+
+    assert said == [
+        "rejected by rita: order-b was cancelled",
+        "it will not be used: if the claim still holds, propose it again (propose_memory) "
+        "with what the reviewer asked for",
+    ]
+
+
+def window(story: Story, dana: str, value: str, **extra: Any) -> Any:
+    return story.propose(
+        kind="preference",
+        subject=dana,
+        field="delivery_window",
+        value=value,
+        statement=f"Dana wants deliveries {value}.",
+        scope={},
+        expires_at=None,
+        owner="nora",
+        **extra,
+    )
+
+
+def test_a_tie_names_the_memory_to_correct_instead(world, story: Story, dana):
+    mornings = story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_window",
+        value="mornings",
+        statement="Dana wants deliveries mornings.",
+        scope={},
+        expires_at=None,
+        owner="nora",
+    )
+
+    evenings = window(story, dana, "evenings")
+
+    assert evenings.status == "checks_failed"
+    said = reasons(world, "agent", evenings.item_id)
+    assert said == [
+        f"its checks failed: {mornings.item_id} already holds “mornings” for this scope: "
+        f"propose a correction of {mornings.item_id} (correct_memory) instead of a new memory",
+        "it is not used as it is: correct it (correct_memory) and its checks run again, or a "
+        "reviewer rejects it",
+    ]
+    assert not any("regression" in reason for reason in said)
+
+
+def test_a_tie_with_a_memory_the_reader_may_not_see_names_neither_it_nor_its_value(
+    world, story: Story, dana
+):
+    nights = story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_window",
+        value="nights",
+        statement="Dana wants deliveries at night.",
+        scope={},
+        expires_at=None,
+        owner="nora",
+    )
+    evenings = window(story, dana, "evenings")
+    assert evenings.status == "checks_failed"
+
+    # Its source was relabelled since: the agent may no longer see the memory it ties with.
+    MemoryVersion.objects.filter(pk=nights.pk).update(required_visibility=[["finance"]])
+
+    said = reasons(world, "agent", evenings.item_id)
+    assert said[0] == (
+        "its checks failed: it ties with another memory you may not see, so agents would "
+        "get no answer there: a reviewer decides which one holds"
+    )
+    assert "nights" not in str(said) and "mem_" not in str(said)
+
+
+def test_options_are_said_as_far_as_the_key_may_see_them_now(world, story: Story, dana, addresses):
+    key, secret = tenancy.api_key_create(
+        tenant=world.tenant, agent_name="ledger", labels=["finance", "staff"]
+    )
+    world.keys["finance"] = secret
+    finance = Principal(tenant=world.tenant, name="agent:ledger", labels=frozenset({"finance"}))
+    story.activate(
+        kind="task_fact",
+        subject=dana,
+        field="delivery_address",
+        value="9 Vault Street",
+        statement="Order order-f goes to Dana's bank.",
+        scope={"task": "order-f"},
+        expires_at=later(5),
+        visibility=["finance"],
+        by=finance,
+    )
+    held = world.client("finance").post("/api/v1/memories", send_it_there(world, dana), "json")
+    memory_id = held.json()["id"]
+    assert "9 Vault Street" in reasons(world, "finance", memory_id)[0]
+
+    ApiKey.objects.filter(pk=key.pk).update(labels=["staff"])
+
+    said = reasons(world, "finance", memory_id)
+    assert "9 Vault Street" not in str(said)
+    assert f"“{HOME}”" in said[0] and f"“{OFFICE}”" in said[0]
