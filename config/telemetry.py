@@ -15,6 +15,7 @@ from typing import Any
 from celery import signals
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.urls import Resolver404, resolve
 
 import config.logs as logs
 import config.metrics as metrics
@@ -26,28 +27,33 @@ task_logger = logging.getLogger("memgov.task")
 
 def _route(request: HttpRequest) -> str:
     match = getattr(request, "resolver_match", None)
-    return f"/{match.route}" if match is not None and match.route else "unmatched"
+    if match is None:
+        # Answered before the URL was resolved (the tenant share's 429, the input
+        # boundary's refusals): the route it would have had, not "unmatched".
+        try:
+            match = resolve(request.path_info, getattr(request, "urlconf", None))
+        except Resolver404:
+            return "unmatched"
+    return f"/{match.route}" if match.route else "unmatched"
 
 
-def request_finished(method: str, route: str, status: int, elapsed: float) -> None:
+def request_finished(
+    method: str, route: str, status: int, elapsed: float, tenant: str | None = None
+) -> None:
     """The latency sample and the one JSON line of a finished request, whichever
-    application served it (Django's middleware below, the ASGI wrapper of ``/mcp``)."""
+    application served it (Django's middleware below, the ASGI wrapper of ``/mcp``);
+    the line names the tenant the request counted against, when it did."""
     metrics.REQUEST_LATENCY.labels(route, method, status).observe(elapsed)
-    request_logger.info(
-        "%s %s %s",
-        method,
-        route,
-        status,
-        extra={
-            "memgov": {
-                "event": "request",
-                "method": method,
-                "route": route,
-                "status": status,
-                "duration_ms": round(elapsed * 1000, 2),
-            }
-        },
-    )
+    fields: dict[str, Any] = {
+        "event": "request",
+        "method": method,
+        "route": route,
+        "status": status,
+        "duration_ms": round(elapsed * 1000, 2),
+    }
+    if tenant is not None:
+        fields["tenant"] = tenant
+    request_logger.info("%s %s %s", method, route, status, extra={"memgov": fields})
 
 
 class RequestTelemetryMiddleware:
@@ -59,18 +65,20 @@ class RequestTelemetryMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         rid = logs.incoming_request_id(request.headers.get(logs.REQUEST_ID_HEADER))
         token = logs.request_id.set(rid)
+        tenant_token = logs.request_tenant.set(None)
         started = time.perf_counter()
         metrics.REQUESTS_IN_FLIGHT.inc()
         try:
             response = self.get_response(request)
             response[logs.REQUEST_ID_HEADER] = rid
             method = request.method or "GET"
-            request_finished(
-                method, _route(request), response.status_code, time.perf_counter() - started
-            )
+            elapsed = time.perf_counter() - started
+            tenant = logs.request_tenant.get()
+            request_finished(method, _route(request), response.status_code, elapsed, tenant)
             return response
         finally:
             metrics.REQUESTS_IN_FLIGHT.dec()
+            logs.request_tenant.reset(tenant_token)
             logs.request_id.reset(token)
 
 

@@ -37,6 +37,7 @@ from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.base import SessionBase
 from django.http import HttpRequest, HttpResponseBase
 
+from config.logs import request_tenant
 from config.problems import problem_response
 from core.models import Membership
 from memory.throttle import tenant_of_raw_key
@@ -105,6 +106,7 @@ class TenantShareMiddleware:
         tenant = tenant_of(request)
         if tenant is None:
             return self.get_response(request)
+        request_tenant.set(str(tenant))  # the request line names it, a refusal's too
         if not self._admit(tenant):
             return refusal()
         try:
