@@ -43,6 +43,7 @@ def test_the_value_question_offers_danas_addresses_once_her_subject_is_linked(
     rita = demo.client("rita")
     before = rita.get(f"/memories/{held.item_id}/").content.decode()
     assert "Needs a subject: “Dana”" in before
+    assert "once the subject is linked above, they are offered here" in before
 
     with commit():
         rita.post(f"/memories/{held.item_id}/subject/", {"subject": dana, "confirm": "on"})
