@@ -339,7 +339,8 @@ class BulkOutcome:
     statement: str
     sentence: str
     ok: bool
-    left_out: bool = False  # its preview failed and the reviewer did not confirm it
+    # Why it was left out: its preview failed (and was not confirmed), or is stale.
+    left_out: str = ""  # "" | "failed" | "stale"
 
 
 def approve_each(
@@ -361,7 +362,9 @@ def approve_each(
             statement = head.statement
             stale = preview_staleness(head)
             if stale is not None:
-                outcomes.append(BulkOutcome(statement, _left_stale(stale), ok=False, left_out=True))
+                outcomes.append(
+                    BulkOutcome(statement, _left_stale(stale), ok=False, left_out="stale")
+                )
                 continue
             failures = preview_failures(principal, head) if memory_id not in despite else []
             if failures:
@@ -369,7 +372,7 @@ def approve_each(
                     f"left out, not approved: {despite_words(failures)} Tick “approve despite” "
                     "on its row, or open it, to approve it anyway."
                 )
-                outcomes.append(BulkOutcome(statement, sentence, ok=False, left_out=True))
+                outcomes.append(BulkOutcome(statement, sentence, ok=False, left_out="failed"))
                 continue
             version = services.version_approve(principal=principal, item=item, comment=comment)
             version = versions_with_details(MemoryVersion.objects.filter(pk=version.pk)).get()
@@ -415,11 +418,14 @@ def queue_approve(request: HttpRequest, principal: Principal) -> HttpResponse:
         frozenset(request.POST.getlist("despite")),
     )
     done = sum(1 for o in outcomes if o.ok)
-    left_out = sum(1 for o in outcomes if o.left_out)
+    failed = sum(1 for o in outcomes if o.left_out == "failed")
+    stale = sum(1 for o in outcomes if o.left_out == "stale")
     if len(outcomes) > 1:
         summary = f"Approved {done} of {len(outcomes)}."
-        if left_out:
-            summary += f" Left out {left_out} whose preview failed or is out of date."
+        if failed:
+            summary += f" Left out {failed} whose preview failed."
+        if stale:
+            summary += f" Left out {stale} whose preview is out of date."
         (messages.success if done == len(outcomes) else messages.warning)(request, summary)
     for outcome in outcomes:
         report = messages.success if outcome.ok else messages.error

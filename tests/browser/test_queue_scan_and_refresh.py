@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from approvals import checking
 from dashboard import queue
 from memory import proposals
 from memory.models import MemoryVersion
@@ -60,7 +61,7 @@ def _propose(site: Site, n: int) -> MemoryVersion:
     """The agent heard one more order's delivery window (order-1nn), with its evidence."""
     order = site.demo.item("order_a")
     start, end = 8 + n % 6, 11 + n % 6
-    return proposals.memory_propose(
+    version = proposals.memory_propose(
         principal=site.demo.agent(),
         data={
             "kind": "task_fact",
@@ -75,6 +76,8 @@ def _propose(site: Site, n: int) -> MemoryVersion:
             "sources": order.versions.get(number=1).source_ids,
         },
     )
+    checking.preview(version.pk)  # as the worker does when it enters review
+    return version
 
 
 def _rows(page: Any) -> Any:
@@ -94,9 +97,11 @@ def test_at_least_ten_one_line_rows_sit_above_the_fold_with_details_on_demand(
 ) -> None:
     failing = _failing_order_a(site)  # its row carries the "approve despite" box
     made = [_propose(site, n) for n in range(PROPOSED)]
+    _held_preference(site)  # an open question: it must not push the rows down
     page = _page(site, width=width, height=height)
     site.sign_in(page, "rita")
     expect(_rows(page)).to_have_count(PROPOSED + 3)
+    expect(page.locator("#held-notice")).to_contain_text("An open question waits")
 
     in_view = page.evaluate(IN_VIEW)
     heights = page.evaluate(HEIGHTS)
@@ -110,7 +115,7 @@ def test_at_least_ten_one_line_rows_sit_above_the_fold_with_details_on_demand(
     expect(row.get_by_role("link", name=made[0].statement)).to_be_visible()
     expect(row.locator("td[data-label=Kind] .chip")).to_have_text("task fact")
     expect(row.locator("td[data-label=Scope] .chip")).to_have_text("task=order-100")
-    expect(row.locator("td[data-label='Preview checks']")).to_contain_text("not run yet")
+    expect(row.locator("td[data-label='Preview checks']")).to_contain_text("passed")
     p9 = _row(page, site.demo.items["p9_rule"]).locator("td[data-label=Scope]")
     expect(p9.locator(".chip")).to_have_count(2)  # one pair, and "+2" for the others
     expect(p9.locator(".chip.more")).to_contain_text("+2")

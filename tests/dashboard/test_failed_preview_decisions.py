@@ -87,7 +87,7 @@ def test_bulk_approve_leaves_a_failed_preview_out_and_lists_it_unless_confirmed(
         response = rita.post("/queue/approve/", {"memory": [memory_id, rule]}, follow=True)
 
     said = [str(m) for m in response.context["messages"]]
-    assert said[0] == "Approved 1 of 2. Left out 1 whose preview failed or is out of date."
+    assert said[0] == "Approved 1 of 2. Left out 1 whose preview failed."
     assert said[1].startswith(f"“{ORDER}”: left out, not approved: its preview failed: ")
     assert _approvals(memory_id) == 0
     assert _approvals(rule) == 1
