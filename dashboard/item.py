@@ -228,7 +228,7 @@ def item_context(
 ) -> dict[str, Any]:
     versions = list(memory_versions(item))
     previous = next((v for v in versions if v.number == head.number - 1), None)
-    schema = values.schema_for(principal.tenant.pk, head.field)  # the correction's value box
+    schema = values.correction_schema(principal.tenant.pk, head.field, head.value)
     blank: dict[str, forms.Form] = {
         "approve_form": dashboard_forms.ApproveForm(),
         "reject_form": dashboard_forms.RejectForm(),
@@ -598,10 +598,10 @@ def recheck(request: HttpRequest, principal: Principal, memory_id: str) -> HttpR
 @require_POST
 @dashboard_view
 def correct(request: HttpRequest, principal: Principal, memory_id: str) -> HttpResponse:
-    """The value is read as the field catalog's schema says (a string field: a text box)."""
+    """The value is read as the page's box asks for it (``values.correction_schema``)."""
     _, head = dashboard_memory(principal, Authority.load(principal), memory_id)
     form = dashboard_forms.CorrectionForm.for_schema(
-        values.schema_for(principal.tenant.pk, head.field)
+        values.correction_schema(principal.tenant.pk, head.field, head.value)
     )
     return _perform(request, principal, memory_id, "correct_form", form, _correct)
 

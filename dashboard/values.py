@@ -2,9 +2,10 @@
 ``value_schema`` calls for (issue 43, point 9).
 
 A string field is a text box (no quotes to type), an integer or a number a number input,
-a boolean a checkbox, an enum a select of its values. Anything else — an object, an
-array, a union of types, or a field with no schema — is JSON in a text area, and a parse
-error says where it is, beside the field, with what was typed kept. The service
+a boolean a checkbox, an enum a select of its values. A field with no catalog entry is
+typed as its current value is (most hold text). Anything else — an object, an array, a
+union of types — is JSON in a text area, and a parse error says where it is, beside the
+field, with what was typed kept. The service
 (``memory.proposals``) still checks the value against the whole schema."""
 
 from __future__ import annotations
@@ -120,3 +121,20 @@ def schema_for(tenant_id: int, field: str) -> Mapping[str, Any] | None:
     """The field catalog's ``value_schema`` for a field (None when it has no entry)."""
     definition = definitions_for(tenant_id, {field}).get(field)
     return definition.value_schema if definition is not None else None
+
+
+def correction_schema(tenant_id: int, field: str, current: Any) -> Mapping[str, Any] | None:
+    """The schema a correction's value box follows: the catalog's, or, for a field with
+    no entry, the type of the value it corrects (text stays a text box)."""
+    schema = schema_for(tenant_id, field)
+    if schema is not None:
+        return schema
+    if isinstance(current, bool):
+        return {"type": "boolean"}
+    if isinstance(current, str):
+        return {"type": "string"}
+    if isinstance(current, int):
+        return {"type": "integer"}
+    if isinstance(current, float):
+        return {"type": "number"}
+    return None

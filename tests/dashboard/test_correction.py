@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memory import catalog
 from memory.models import MemoryVersion, Status
 from tests.dashboard.support import Demo
 
@@ -29,6 +30,12 @@ def test_a_correction_that_is_not_json_is_refused_and_changes_nothing(
     demo: Demo, django_capture_on_commit_callbacks: Any
 ) -> None:
     memory_id = _failed(demo)
+    # An address as text or as parts: a JSON box, where quotes matter.
+    catalog.field_define(
+        principal=demo.principal("rita"),
+        name="delivery_address",
+        data={"value_schema": {"type": ["string", "object"]}},
+    )
     body = {
         "value": "4 Dock Road",
         "statement": "Order order-a goes to the office.",

@@ -196,6 +196,12 @@ def test_json_that_does_not_parse_is_refused_beside_the_field_and_kept(
     demo: Demo, django_capture_on_commit_callbacks: Any
 ) -> None:
     memory_id = _fail_order_a(demo, django_capture_on_commit_callbacks)
+    # An address as text or as parts: a JSON box, where quotes matter.
+    catalog.field_define(
+        principal=demo.principal("rita"),
+        name="delivery_address",
+        data={"value_schema": {"type": ["string", "object"]}},
+    )
 
     refused = demo.client("sam").post(
         f"/memories/{memory_id}/correct/",
