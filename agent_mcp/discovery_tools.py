@@ -27,7 +27,8 @@ def _page(page: discovery.Page) -> dict[str, Any]:
 
 
 def _search(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
-    return _page(discovery.searched(principal, args))
+    page = discovery.searched(principal, args)
+    return {**_page(page), "match": page.match}
 
 
 def _list_my_proposals(principal: Principal, args: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +73,9 @@ DISCOVERY_TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Find entities, facts and sources by words when you do not know the subject id "
             "or the field name ('what do we know about Acme?'). Words must all match; use "
-            "\"a phrase\", 'or' and -word as in a web search. Results are CANDIDATES with "
+            "\"a phrase\", 'or' and -word as in a web search. When no candidate has every "
+            "word, those with some are ranked by the words they have and 'match' is 'some' "
+            "instead of 'all': check them before relying on one. Results are CANDIDATES with "
             "'matched' (why) and 'status' — never an answer: to use a fact, call resolve "
             "on its subject, which applies scope, precedence and validity. A memory result "
             "that is not 'active' is not in use. Only what you may see is searched."

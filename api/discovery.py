@@ -40,7 +40,10 @@ def _page_response(request: Request, page: discovery.Page) -> Response:
     next_url = None
     if page.next_cursor is not None:
         next_url = replace_query_param(request.build_absolute_uri(), "cursor", page.next_cursor)
-    return Response({"results": page.results, "next": next_url})
+    body: dict[str, Any] = {"results": page.results, "next": next_url}
+    if page.match is not None:
+        body["match"] = page.match  # search: whether the candidates have every word
+    return Response(body)
 
 
 def _str_params(*names: str) -> list[OpenApiParameter]:

@@ -723,6 +723,12 @@ class SearchResultOut(_Base):
 class SearchPageOut(_Base):
     results = SearchResultOut(many=True)
     next = serializers.URLField(allow_null=True)
+    match = serializers.ChoiceField(
+        ["all", "some"],
+        help_text="'all': every candidate has every word of q (in its own text or through "
+        "an entity it is about); 'some': none had them all, so candidates are ranked by the "
+        "words they have. An empty answer is 'all'.",
+    )
 
 
 class EntityFactOut(MemoryOut):

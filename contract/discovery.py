@@ -57,6 +57,7 @@ class Page:
 
     results: list[dict[str, Any]]
     next_cursor: str | None
+    match: str | None = None  # search only: "all" or "some" (memory.search)
 
 
 # Each list's cursors are its own (core.cursors): signed, so one not given out is a 422.
@@ -94,17 +95,19 @@ def searched(principal: Principal, data: Any) -> Page:
         kind=valid.get("kind"),
         statuses=(status,) if status else search.DEFAULT_STATUSES,
     )
-    candidates = search.search(principal, query)
+    found = search.search(principal, query)
+    candidates = found.candidates
     if valid.get("cursor"):
         after = _search_key(valid["cursor"])
         candidates = [c for c in candidates if c.key > after]
     limit = valid["limit"]
     page = candidates[:limit]
     more = len(candidates) > limit
-    search.explain(page, q)
+    search.explain(page, q, found.match)
     return Page(
         results=[_candidate(c) for c in page],
         next_cursor=SEARCH_CURSOR.encode(page[-1].key) if more else None,
+        match=found.match,
     )
 
 

@@ -6,7 +6,7 @@ from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
 from memory import fulltext
-from memory.search_terms import fold
+from memory.search_terms import fold, with_identifiers
 
 
 def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
@@ -19,10 +19,17 @@ def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
 
 def _fold_on_sqlite(sender: Any, connection: Any, **_kwargs: Any) -> None:
     """SQLite has no ``unaccent``: name matching folds with the Python function that
-    PostgreSQL's ``memgov_fold`` mirrors (memory.selectors.Folded)."""
+    PostgreSQL's ``memgov_fold`` mirrors (memory.selectors.Folded); the FTS5 triggers add
+    identifiers' parts with the one ``memgov_identifiers`` mirrors (memory.fulltext)."""
     if connection.vendor == "sqlite":
         connection.connection.create_function(
             fulltext.FOLD, 1, lambda text: None if text is None else fold(text), deterministic=True
+        )
+        connection.connection.create_function(
+            fulltext.IDENTIFIERS,
+            1,
+            lambda text: None if text is None else with_identifiers(str(text)),
+            deterministic=True,
         )
 
 

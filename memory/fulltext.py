@@ -23,12 +23,17 @@ from memory.search_terms import LETTERS
 TEXT_CONFIG = "memgov_english"
 NAME_CONFIG = "memgov_simple"
 
+# Identifiers (ORD-1001, SO-77-A/3) are indexed whole and by their parts as well
+# (``memgov_identifiers``, memory.search_terms.identifiers; migration 0014).
+IDENTIFIERS = "memgov_identifiers"
 VERSION_DOCUMENT = (
-    "to_tsvector('memgov_english'::regconfig, "
-    "coalesce(field, '') || ' ' || coalesce(statement, '') || ' ' || coalesce(value::text, ''))"
+    f"to_tsvector('memgov_english'::regconfig, {IDENTIFIERS}("
+    "coalesce(field, '') || ' ' || coalesce(statement, '') || ' ' || coalesce(value::text, '')))"
 )
-ENTITY_DOCUMENT = "to_tsvector('memgov_simple'::regconfig, name || ' ' || external_ref)"
-SOURCE_DOCUMENT = "to_tsvector('memgov_english'::regconfig, coalesce(content, ''))"
+ENTITY_DOCUMENT = (
+    f"to_tsvector('memgov_simple'::regconfig, {IDENTIFIERS}(name || ' ' || external_ref))"
+)
+SOURCE_DOCUMENT = f"to_tsvector('memgov_english'::regconfig, {IDENTIFIERS}(coalesce(content, '')))"
 # A name or an alias as near spellings compare it: casefolded (``name_normalized``), then
 # unaccented by an IMMUTABLE wrapper, which an index expression needs.
 FOLD = "memgov_fold"
@@ -49,27 +54,58 @@ POSTGRESQL_FOLDING = (
     "ALTER TEXT SEARCH CONFIGURATION memgov_simple ALTER MAPPING FOR hword, hword_part, "
     "word WITH public.unaccent, simple; END IF; END $$",
 )
+# The text, then each identifier's parts joined and apart, as memory.search_terms does.
+POSTGRESQL_IDENTIFIERS = (
+    f"CREATE OR REPLACE FUNCTION {IDENTIFIERS}(text) RETURNS text LANGUAGE sql IMMUTABLE "  # noqa: S608 - constant SQL
+    "STRICT PARALLEL SAFE AS $$ SELECT $1 || coalesce(' ' || (SELECT string_agg("
+    "regexp_replace(m[1], '[^[:alnum:]]+', '', 'g') || ' ' || "
+    "regexp_replace(m[1], '[^[:alnum:]]+', ' ', 'g'), ' ') FROM regexp_matches($1, "
+    "'([[:alnum:]]+(?:[-/_.:#][[:alnum:]]+)+)', 'g') AS m WHERE m[1] ~ '[0-9]'), '') $$",
+)
 POSTGRESQL_CREATE = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE EXTENSION IF NOT EXISTS btree_gin",
     *POSTGRESQL_FOLDING,
-    "CREATE INDEX IF NOT EXISTS version_folded_fulltext ON memory_memoryversion "
+    *POSTGRESQL_IDENTIFIERS,
+    "CREATE INDEX IF NOT EXISTS version_search_fulltext ON memory_memoryversion "
     f"USING gin (tenant_id, ({VERSION_DOCUMENT}))",
-    "CREATE INDEX IF NOT EXISTS entity_folded_fulltext ON memory_entity "
+    "CREATE INDEX IF NOT EXISTS entity_search_fulltext ON memory_entity "
     f"USING gin (tenant_id, ({ENTITY_DOCUMENT}))",
+    "CREATE INDEX IF NOT EXISTS source_search_fulltext ON memory_source "
+    f"USING gin (tenant_id, ({SOURCE_DOCUMENT}))",
     "CREATE INDEX IF NOT EXISTS entity_name_folded_trgm ON memory_entity "
     f"USING gin (tenant_id, ({ENTITY_NAME}) gin_trgm_ops)",
     "CREATE INDEX IF NOT EXISTS alias_folded_trgm ON memory_alias "
     f"USING gin (tenant_id, ({ALIAS_NAME}) gin_trgm_ops)",
-    "CREATE INDEX IF NOT EXISTS source_folded_fulltext ON memory_source "
-    f"USING gin (tenant_id, ({SOURCE_DOCUMENT}))",
 )
+# Migration 0014's indexes (built concurrently there), by name: what search reads.
+POSTGRESQL_IDENTIFIED = {
+    name: statement
+    for name in ("version_search_fulltext", "entity_search_fulltext", "source_search_fulltext")
+    for statement in POSTGRESQL_CREATE
+    if f" {name} " in statement
+}
 POSTGRESQL_DROP = (
+    "DROP INDEX IF EXISTS source_search_fulltext",
     "DROP INDEX IF EXISTS source_folded_fulltext",
     "DROP INDEX IF EXISTS alias_folded_trgm",
     "DROP INDEX IF EXISTS entity_name_folded_trgm",
+    "DROP INDEX IF EXISTS entity_search_fulltext",
     "DROP INDEX IF EXISTS entity_folded_fulltext",
+    "DROP INDEX IF EXISTS version_search_fulltext",
     "DROP INDEX IF EXISTS version_folded_fulltext",
+)
+# Migration 0013's text indexes, folded but without identifiers: kept by 0014 for the
+# release before it (expand, then contract: docs/operations.md), dropped by a later one;
+# put back when 0014 is reversed.
+POSTGRESQL_FOLDED = (
+    "CREATE INDEX IF NOT EXISTS version_folded_fulltext ON memory_memoryversion USING gin "
+    "(tenant_id, (to_tsvector('memgov_english'::regconfig, coalesce(field, '') || ' ' || "
+    "coalesce(statement, '') || ' ' || coalesce(value::text, ''))))",
+    "CREATE INDEX IF NOT EXISTS entity_folded_fulltext ON memory_entity USING gin "
+    "(tenant_id, (to_tsvector('memgov_simple'::regconfig, name || ' ' || external_ref)))",
+    "CREATE INDEX IF NOT EXISTS source_folded_fulltext ON memory_source USING gin "
+    "(tenant_id, (to_tsvector('memgov_english'::regconfig, coalesce(content, ''))))",
 )
 # Before issue 44 (migration 0013 replaces them): unfolded, on the built-in configurations.
 POSTGRESQL_UNFOLDED = (
@@ -147,9 +183,11 @@ SQLITE_TABLES: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
 
 
 def _sqlite_indexed(row: str, column: str) -> str:
-    """What the index holds for a column of ``row`` (``new``, ``old`` or the table)."""
+    """What the index holds for a column of ``row`` (``new``, ``old`` or the table): folded,
+    identifiers added (the Python ``memgov_identifiers``, registered on each connection)."""
     value = f"{row}.{column}"
-    return _sqlite_folded(_sqlite_value(value) if column == "value" else value)
+    text = _sqlite_value(value) if column == "value" else value
+    return _sqlite_folded(f"{IDENTIFIERS}({text})")
 
 
 def _sqlite_statements(

@@ -10,12 +10,19 @@ memory.fulltext with a ``to_tsquery`` of those terms (names also by ``pg_trgm`` 
 similarity), SQLite its FTS5 tables with a MATCH of the same terms.
 
 A version is found by its own text (field, statement, value), or through an entity the
-text names: its subject's or a referenced entity's name, alias or external ref.
+text names: its subject's or a referenced entity's name, alias or external ref. Each word
+(a group of terms) a candidate has, in its text or through such an entity, is what it
+covers: when some candidate covers every word, the answer is those (``match: all``); when
+none does, candidates are ranked by the words they cover, rare words weighing more, and
+the answer says so (``match: some``). Stop words and question filler (``would``, ``get``)
+never make a partial match: a question whose other words match nothing finds nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +32,7 @@ from django.db import connection, transaction
 from core.principals import Principal
 from core.sql import bound_on_server
 from memory import fulltext, search_terms
-from memory.models import OPEN_STATUSES, EntityReference, Status
+from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
 
 # Statuses searched unless ``status`` is given: what is in use or may become so.
@@ -44,6 +51,12 @@ SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
 # transposition ("norhtwind", 0.43) is kept by its edit distance (``_one_edit``).
 NEAR_SCAN = 0.4
 ENTITY_BONUS = 0.5  # a fact about an entity the query names ranks above mere word hits
+MATCH_ALL = "all"  # every candidate has every word of the query
+MATCH_SOME = "some"  # none had them all: candidates ranked by the words they have
+SUBJECT_SHARE = 0.95  # a fact through its subject ranks just below the subject itself
+REFERENCED_SHARE = 0.9  # and through an entity its value references, below that
+NEAR_RATIO = 0.75  # a query word this like a name word is that word misspelled
+PARTIAL_WEIGHT = 0.8  # of a partial match's score, the share of the words it covers
 
 
 @dataclass(frozen=True)
@@ -80,31 +93,196 @@ class Candidate:
         )
 
 
-def search(principal: Principal, query: SearchQuery) -> list[Candidate]:
+@dataclass
+class Found:
+    """The candidates, best first, and whether they have every word (``MATCH_ALL``)."""
+
+    candidates: list[Candidate]
+    match: str
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An entity the query names, wholly or in part, and the groups its names hold."""
+
+    candidate: Candidate
+    covers: frozenset[int]
+
+
+def search(principal: Principal, query: SearchQuery) -> Found:
     """Every candidate, best first (at most ``RANKED`` of each type). Bound on the server,
     so psycopg prepares the statements (planning them is a third of a search's time)."""
     with bound_on_server(), transaction.atomic(savepoint=False):
         return _search(principal, query)
 
 
-def _search(principal: Principal, query: SearchQuery) -> list[Candidate]:
+def _search(principal: Principal, query: SearchQuery) -> Found:
     backend = _backend()
-    tenant = principal.tenant.pk
+    tenant, labels = principal.tenant.pk, principal.labels
+    terms = search_terms.parse(query.q)
+    every = frozenset(range(len(terms.groups)))
     entities = backend.entities(tenant, query.q)
-    named = {c.id: c for c in entities if c.score >= FOLLOW_SCORE}
-    named = dict(list(named.items())[:FOLLOW])
-    found = backend.versions(tenant, principal.labels, query, named)
-    candidates = list(found)
+    mentions = _mentions(backend.mentioned(tenant, terms), terms)
+    for entity in entities:
+        # A near spelling of the query as a whole covers only the words near the name's.
+        covers = every if entity.score >= FOLLOW_SCORE else _near_covers(entity, terms)
+        if covers:
+            mentions[entity.id] = Mention(entity, covers)
+    entities = [e for e in entities if e.id in mentions and mentions[e.id].covers == every]
+    followed = _followed(mentions, terms)
+    rows = backend.versions(tenant, labels, query, list(followed))
+    covered = _covered(backend, rows, followed, terms, every, prefix=False)
+    facts = _version_candidates(rows, covered, followed)
+    whole = [c for c in facts if covered.get(c.row or 0) == every]
     if not query.facts_only:
-        candidates += entities
-        candidates += backend.sources(tenant, principal.labels, query.q)
+        whole += entities
+        whole += backend.sources(tenant, labels, query.q)
+    if whole or not every:
+        whole.sort(key=lambda c: c.key)
+        return Found(whole, MATCH_ALL)
+    partial = _partial(backend, principal, query, terms, mentions, followed)
+    # Nothing at all is an honest empty answer, not a partial one.
+    return Found(partial, MATCH_SOME if partial else MATCH_ALL)
+
+
+def _mentions(
+    found: list[tuple[Candidate, set[str]]], terms: search_terms.Terms
+) -> dict[str, Mention]:
+    """Entities whose name, alias or external ref holds a whole group of the query, each
+    scored by how much of its name the query holds (all of it: a full match's score)."""
+    mentions: dict[str, Mention] = {}
+    for candidate, tokens in found:
+        covers = frozenset(
+            i
+            for i, group in enumerate(terms.groups)
+            if any(
+                set(t.words) <= tokens or (t.joined is not None and t.joined in tokens)
+                for t in group
+            )
+        )
+        if not covers:
+            continue
+        name = set(search_terms.fold(str(candidate.body["name"])).split())
+        said = {w for i in covers for t in terms.groups[i] for w in t.words}
+        share = len(name & said) / max(len(name), 1)
+        candidate.score = FOLLOW_SCORE * (0.8 + 0.2 * share)
+        mentions[candidate.id] = Mention(candidate, covers)
+    return mentions
+
+
+def _countable(terms: search_terms.Terms) -> frozenset[int]:
+    """The groups a partial match may count: not only stop words or question filler."""
+    return frozenset(i for i, group in enumerate(terms.groups) if any(not t.filler for t in group))
+
+
+def _followed(mentions: dict[str, Mention], terms: search_terms.Terms) -> dict[str, Mention]:
+    """The entities whose facts are read: those naming a countable group, the best
+    ``FOLLOW`` (most groups, then score)."""
+    countable = _countable(terms)
+    ranked = sorted(
+        (m for m in mentions.values() if m.covers & countable),
+        key=lambda m: (-len(m.covers), -m.candidate.score, m.candidate.id),
+    )
+    return {m.candidate.id: m for m in ranked[:FOLLOW]}
+
+
+def _covered(
+    backend: _Backend,
+    rows: list[tuple[Any, ...]],
+    followed: dict[str, Mention],
+    terms: search_terms.Terms,
+    every: frozenset[int],
+    *,
+    prefix: bool,
+) -> dict[int, frozenset[int]]:
+    """The groups each version row covers: all for a match of every word; else those its
+    subject's and referenced entities' names hold and those its own text matches."""
+    references = _references([row[0] for row in rows])
+    covered: dict[int, frozenset[int]] = {}
+    unsure: list[int] = []
+    for row in rows:
+        version_id, subject, rank, hits = row[0], row[4], row[8], row[9]
+        if version_id in covered:
+            continue
+        if (rank and rank > 0) or hits:
+            covered[version_id] = every
+            continue
+        through = [subject, *references.get(version_id, ())]
+        groups = frozenset().union(*(followed[e].covers for e in through if e in followed))
+        covered[version_id] = groups
+        if groups != every:
+            unsure.append(version_id)
+    if unsure:
+        texts = backend.groups_of(unsure, terms, prefix=prefix)
+        for version_id in unsure:
+            covered[version_id] = covered[version_id] | texts.get(version_id, frozenset())
+    return covered
+
+
+def _partial(
+    backend: _Backend,
+    principal: Principal,
+    query: SearchQuery,
+    terms: search_terms.Terms,
+    mentions: dict[str, Mention],
+    followed: dict[str, Mention],
+) -> list[Candidate]:
+    """No candidate has every word: facts and entities with any countable one, ranked by
+    the words they have, each weighing less the more candidates have it."""
+    countable = _countable(terms)
+    if not countable:
+        return []
+    tenant, labels = principal.tenant.pk, principal.labels
+    every = frozenset(range(len(terms.groups)))
+    rows = backend.versions(tenant, labels, query, list(followed), text=False)
+    for i in sorted(countable):
+        rows += backend.versions_of_group(tenant, labels, query, terms, i)
+    covered = _covered(backend, rows, followed, terms, every, prefix=True)
+    hits = dict.fromkeys(countable, 0)
+    for groups in covered.values():
+        for i in groups & countable:
+            hits[i] += 1
+    for mention in mentions.values():
+        for i in mention.covers & countable:
+            hits[i] += 1
+    weight = {i: 1.0 / (1.0 + math.log(n)) for i, n in hits.items() if n}
+    total = sum(weight.values())
+    if not total:
+        return []
+
+    def share(groups: frozenset[int]) -> float:
+        return sum(weight.get(i, 0.0) for i in groups) / total
+
+    candidates = []
+    for fact in _version_candidates(rows, covered, followed):
+        have = share(covered.get(fact.row or 0, frozenset()))
+        if have:
+            fact.score = PARTIAL_WEIGHT * have + (1 - PARTIAL_WEIGHT) * fact.score
+            candidates.append(fact)
+    if not query.facts_only:
+        for mention in mentions.values():
+            have = share(mention.covers)
+            if have:
+                entity = dataclasses.replace(mention.candidate)
+                entity.score = PARTIAL_WEIGHT * have + (1 - PARTIAL_WEIGHT) * entity.score
+                candidates.append(entity)
     candidates.sort(key=lambda c: c.key)
     return candidates
 
 
-def explain(candidates: list[Candidate], q: str) -> None:
-    """Say which members (field, statement, value) matched, for the candidates shown."""
-    _backend().explain(candidates, q)
+def _references(version_ids: list[int]) -> dict[int, list[str]]:
+    references: dict[int, list[str]] = {}
+    for version_id, entity_id in EntityReference.objects.filter(
+        version_id__in=version_ids
+    ).values_list("version_id", "entity_id"):
+        references.setdefault(version_id, []).append(entity_id)
+    return references
+
+
+def explain(candidates: list[Candidate], q: str, match: str = MATCH_ALL) -> None:
+    """Say which members (field, statement, value) matched, for the candidates shown: of a
+    partial match, those with any of the words."""
+    _backend().explain(candidates, q, match)
 
 
 def _backend() -> _Backend:
@@ -114,6 +292,34 @@ def _backend() -> _Backend:
 def one_line(text: str | None) -> str:
     line = " ".join((text or "").split())
     return line if len(line) <= LINE else line[: LINE - 1].rstrip() + "…"
+
+
+def _text_score(rank: float, norm: str, external_ref: str | None) -> float:
+    """An entity every word of the query matched, not exactly: by its rank and, when the
+    words are parts of its external ref, by how much of the ref they are ("1001" is half
+    of ORD-1001 and a third of CRM-C-1001)."""
+    parts = search_terms.PART.findall(search_terms.fold(external_ref or ""))
+    said = set(search_terms.PART.findall(norm))
+    share = len(said & set(parts)) / len(parts) if parts else 0.0
+    return FOLLOW_SCORE + _fraction(rank) / 10 + share * 0.15
+
+
+def _near_covers(candidate: Candidate, terms: search_terms.Terms) -> frozenset[int]:
+    """The groups a near spelling of a name covers: those with a word near a word of the
+    name (one edit or swap, or mostly the same letters)."""
+    name = search_terms.WORDS.findall(search_terms.fold(str(candidate.body["name"])))
+
+    def near(word: str) -> bool:
+        return any(
+            _one_edit(word, n) or difflib.SequenceMatcher(None, word, n).ratio() >= NEAR_RATIO
+            for n in name
+        )
+
+    return frozenset(
+        i
+        for i, group in enumerate(terms.groups)
+        if any(all(near(w) for w in t.words) for t in group)
+    )
 
 
 def _fraction(rank: float) -> float:
@@ -131,15 +337,76 @@ class _Backend:
         tenant: int,
         labels: frozenset[str],
         query: SearchQuery,
-        named: dict[str, Candidate],
-    ) -> list[Candidate]:
+        ids: list[str],
+        *,
+        text: bool = True,
+    ) -> list[tuple[Any, ...]]:
+        """Rows matching every word (``text``), then the facts of the entities ``ids``."""
         raise NotImplementedError
+
+    def versions_of_group(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        terms: search_terms.Terms,
+        group: int,
+    ) -> list[tuple[Any, ...]]:
+        """Rows whose text has the group's words, long words as prefixes (``SCAN``)."""
+        raise NotImplementedError
+
+    def groups_of(
+        self, version_ids: list[int], terms: search_terms.Terms, *, prefix: bool
+    ) -> dict[int, frozenset[int]]:
+        """The groups each version's own text matches."""
+        raise NotImplementedError
+
+    def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
+        """Live entities whose name or external ref has any of ``terms`` (``SCAN``)."""
+        raise NotImplementedError
+
+    def mentioned(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Candidate, set[str]]]:
+        """Entities the query names in part, each with the folded words of its name,
+        aliases and external ref (identifiers whole and by their parts)."""
+        anything = search_terms.Terms((tuple(t for g in terms.groups for t in g),), ())
+        rows = self.entity_rows(tenant, anything)
+        aliases: dict[str, list[str]] = {}
+        for entity_id, alias in Alias.objects.filter(
+            tenant_id=tenant, entity_id__in=[row[0] for row in rows]
+        ).values_list("entity_id", "alias"):
+            aliases.setdefault(entity_id, []).append(alias)
+        found = []
+        for row in rows:
+            text = " ".join([row[2], row[3] or "", *aliases.get(row[0], ())])
+            words = set(search_terms.WORDS.findall(search_terms.fold(_identified(text))))
+            found.append((_entity_candidate(tuple(row), 0.0, {"name"}), words))
+        return found
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         raise NotImplementedError
 
-    def explain(self, candidates: list[Candidate], q: str) -> None:
+    def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         """Name the members a text match was found in (SQLite knows them already)."""
+
+
+def _identified(text: str) -> str:
+    return search_terms.with_identifiers(text)
+
+
+def _excluded(q: str) -> search_terms.Terms | None:
+    """The query's excluded terms as one positive group (any of them), else None."""
+    excluded = search_terms.parse(q).excluded
+    return search_terms.Terms((excluded,), ()) if excluded else None
+
+
+def _group_terms(terms: search_terms.Terms, group: int) -> search_terms.Terms:
+    """One group of the query alone, the exclusions kept."""
+    return search_terms.Terms((terms.groups[group],), terms.excluded)
+
+
+def _any_terms(terms: search_terms.Terms) -> search_terms.Terms:
+    """Any positive term of the query: what a partial match's members are named by."""
+    return search_terms.Terms((tuple(t for g in terms.groups for t in g),), ())
 
 
 def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -179,15 +446,14 @@ def _merge_entities(found: Iterable[tuple[tuple[Any, ...], float, str]]) -> list
 
 
 def _version_candidates(
-    rows: list[tuple[Any, ...]], query: SearchQuery, named: dict[str, Candidate]
+    rows: list[tuple[Any, ...]],
+    covered: dict[int, frozenset[int]],
+    followed: dict[str, Mention],
 ) -> list[Candidate]:
     """Rows (id, item_id, number, kind, subject_id, field, statement, status, rank, hits),
-    ``hits`` naming the members the text matched; references looked up in one query."""
-    references: dict[int, list[str]] = {}
-    for version_id, entity_id in EntityReference.objects.filter(
-        version_id__in=[row[0] for row in rows]
-    ).values_list("version_id", "entity_id"):
-        references.setdefault(version_id, []).append(entity_id)
+    ``hits`` naming the members the text matched; a fact through an entity the query
+    names ranks just below that entity."""
+    references = _references([row[0] for row in rows])
     found: dict[int, Candidate] = {}
     for (
         version_id,
@@ -206,13 +472,19 @@ def _version_candidates(
         referenced = sorted(set(references.get(version_id, ())))
         matched = set(hits)
         score = _fraction(rank)
-        if subject in named:
+        through: set[int] = set()
+        if subject in followed:
             matched.add("subject")
-            score = max(score, ENTITY_BONUS + named[subject].score * ENTITY_BONUS)
-        if named.keys() & set(referenced):
+            through |= followed[subject].covers
+            score = max(score, followed[subject].candidate.score * SUBJECT_SHARE)
+        named = [followed[e] for e in referenced if e in followed]
+        if named:
             matched.add("referenced_entity")
-            best = max(named[e].score for e in referenced if e in named)
-            score = max(score, ENTITY_BONUS + best * ENTITY_BONUS * 0.9)
+            through = through.union(*(m.covers for m in named))
+            best = max(m.candidate.score for m in named)
+            score = max(score, best * REFERENCED_SHARE)
+        if not hits and covered.get(version_id, frozenset()) - through:
+            matched.add(TEXT)  # some words in its own text: ``explain`` names the members
         if not matched and rank > 0:
             matched.add(TEXT)  # a phrase across members: the document matched as a whole
         if not matched:
@@ -291,15 +563,14 @@ class _Postgres(_Backend):
         )
         found: list[tuple[tuple[Any, ...], float, str]] = []
         for *row, rank, is_ref in text:
-            if is_ref:
+            if is_ref or search_terms.fold(row[3] or "") == norm:
                 found.append((tuple(row), 1.0, "external_ref"))
             else:
                 named = " ".join(search_terms.fold(row[2]).split())
                 how = "name" if norm in named else "external_ref"
                 exact = norm == named
-                found.append(
-                    (tuple(row), 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4, how)
-                )
+                score = 1.0 if exact else _text_score(rank, norm, row[3])
+                found.append((tuple(row), score, how))
         near = self._near(tenant, norm, SIMILARITY)
         if not found and not near:
             # A typo below the threshold: read once more, lower, keep what is one edit away.
@@ -336,20 +607,16 @@ class _Postgres(_Backend):
             (tuple(row), n, float(sim), "alias") for *row, n, sim in aliases
         ]
 
-    def versions(
-        self,
-        tenant: int,
-        labels: frozenset[str],
-        query: SearchQuery,
-        named: dict[str, Candidate],
-    ) -> list[Candidate]:
+    def _text_rows(
+        self, tenant: int, labels: frozenset[str], query: SearchQuery, tsquery: str
+    ) -> list[tuple[Any, ...]]:
         doc = fulltext.VERSION_DOCUMENT
         visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
         where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
         params: list[Any] = [tenant, list(query.statuses), *visible_params]
         kind, kind_params = _narrowing(tenant, dataclasses.replace(query, subject=None))
         text = f"{where}{kind} AND {doc} @@ to_tsquery('{fulltext.TEXT_CONFIG}', %s)"
-        text_params = [*params, *kind_params, _tsquery(query.q)]
+        text_params = [*params, *kind_params, tsquery]
         if query.subject:
             # The subject's own few versions and those referencing it, each branch on its
             # own index, then the words: with an OR of the two, PostgreSQL reads every
@@ -367,16 +634,35 @@ class _Postgres(_Backend):
             matching_params = [*text_params, SCAN]
         # By text, ranked; which members matched is worked out for the page only
         # (``explain``): three more vectors a row would triple the cost of a common word.
-        rows = _rows(
+        return _rows(
             f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
             f"FROM memory_memoryversion v, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             f"WHERE v.id IN ({matching})",
-            [_tsquery(query.q), *matching_params],
+            [tsquery, *matching_params],
         )
+
+    def versions(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        ids: list[str],
+        *,
+        text: bool = True,
+    ) -> list[tuple[Any, ...]]:
+        rows = self._text_rows(tenant, labels, query, _tsquery(query.q)) if text else []
+        visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
+        where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
+        params: list[Any] = [tenant, list(query.statuses), *visible_params]
         narrow, narrow_params = _narrowing(tenant, query)
         where += narrow
         params += narrow_params
-        ids = list(named)
+        excluded = _excluded(query.q)
+        if excluded:  # an excluded word excludes what is found through an entity too
+            where += (
+                f" AND NOT {fulltext.VERSION_DOCUMENT} @@ to_tsquery('{fulltext.TEXT_CONFIG}', %s)"
+            )
+            params.append(search_terms.tsquery(excluded))
         if ids:
             # Through the entities the text names: their own facts and those referencing
             # them, each branch on its own index; ranked by the entity, no text work.
@@ -389,24 +675,67 @@ class _Postgres(_Backend):
                 "LIMIT %s))",
                 [*params, ids, SCAN, *params, tenant, ids, SCAN],
             )
-        return _version_candidates(rows, query, named)
+        return rows
 
-    def explain(self, candidates: list[Candidate], q: str) -> None:
+    def versions_of_group(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        terms: search_terms.Terms,
+        group: int,
+    ) -> list[tuple[Any, ...]]:
+        tsquery = search_terms.tsquery(_group_terms(terms, group), prefix=True)
+        return [(*row[:8], 0.0, []) for row in self._text_rows(tenant, labels, query, tsquery)]
+
+    def groups_of(
+        self, version_ids: list[int], terms: search_terms.Terms, *, prefix: bool
+    ) -> dict[int, frozenset[int]]:
+        config = fulltext.TEXT_CONFIG
+        tests = ", ".join(f"d.doc @@ to_tsquery('{config}', %s)" for _ in terms.groups)
+        queries = [
+            search_terms.tsquery(search_terms.Terms((group,), ()), prefix=prefix)
+            for group in terms.groups
+        ]
+        rows = _rows(
+            f"SELECT d.id, ARRAY[{tests}] FROM (SELECT v.id, "  # noqa: S608 - constant SQL, bound values
+            f"{fulltext.VERSION_DOCUMENT} AS doc FROM memory_memoryversion v "
+            "WHERE v.id = ANY(%s)) d",
+            [*queries, version_ids],
+        )
+        return {
+            version_id: frozenset(i for i, hit in enumerate(hits) if hit)
+            for version_id, hits in rows
+        }
+
+    def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
+        return _rows(
+            "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
+            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ "
+            f"to_tsquery('{fulltext.NAME_CONFIG}', %s) AND {_LIVE} LIMIT %s",
+            [tenant, search_terms.tsquery(terms), SCAN],
+        )
+
+    def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
         if not rows:
             return
         config = fulltext.TEXT_CONFIG
+        terms = search_terms.parse(q)
+        # Any word: a fact found through its subject has the others in its own members.
+        tsquery = search_terms.tsquery(_any_terms(terms), prefix=match == MATCH_SOME)
+        ids = fulltext.IDENTIFIERS
         members = dict(
             _rows(
                 "SELECT v.id, array_remove(ARRAY["  # noqa: S608 - constant SQL, bound values
-                f"CASE WHEN to_tsvector('{config}', v.field) @@ query THEN 'field' END, "
-                f"CASE WHEN to_tsvector('{config}', v.statement) @@ query "
+                f"CASE WHEN to_tsvector('{config}', {ids}(v.field)) @@ query THEN 'field' END, "
+                f"CASE WHEN to_tsvector('{config}', {ids}(v.statement)) @@ query "
                 "THEN 'statement' END, "
-                f"CASE WHEN to_tsvector('{config}', coalesce(v.value::text, '')) @@ query "
-                "THEN 'value' END], NULL) "
+                f"CASE WHEN to_tsvector('{config}', {ids}(coalesce(v.value::text, ''))) "
+                "@@ query THEN 'value' END], NULL) "
                 f"FROM memory_memoryversion v, to_tsquery('{config}', %s) query "
                 "WHERE v.id = ANY(%s)",
-                [_tsquery(q), rows],
+                [tsquery, rows],
             )
         )
         for candidate in candidates:
@@ -498,7 +827,7 @@ class _Sqlite(_Backend):
             for *row, rank, on_name in rows:
                 exact = norm in (search_terms.fold(row[2]), search_terms.fold(row[3] or ""))
                 how = "name" if on_name else "external_ref"
-                score = 1.0 if exact else FOLLOW_SCORE + _fraction(rank) / 4
+                score = 1.0 if exact else _text_score(rank, norm, row[3])
                 found.append((tuple(row), score, how))
             aliases = _rows(
                 f"SELECT {cols}, -bm25(memory_alias_fts), a.normalized FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
@@ -513,13 +842,9 @@ class _Sqlite(_Backend):
                 found.append((tuple(row), score, "alias"))
         return _merge_entities(found)
 
-    def versions(
-        self,
-        tenant: int,
-        labels: frozenset[str],
-        query: SearchQuery,
-        named: dict[str, Candidate],
-    ) -> list[Candidate]:
+    def _where(
+        self, tenant: int, labels: frozenset[str], query: SearchQuery
+    ) -> tuple[str, list[Any]]:
         visible, visible_params = visible_sql("v.required_visibility", labels, "sqlite")
         where = (
             f"v.tenant_id = %s AND v.status IN ({_in(query.statuses)}) AND v.erased_at IS NULL "
@@ -527,28 +852,50 @@ class _Sqlite(_Backend):
         )
         params: list[Any] = [tenant, *query.statuses, *visible_params]
         narrow, narrow_params = _narrowing(tenant, query)
-        where += narrow
-        params += narrow_params
+        return where + narrow, params + narrow_params
+
+    def _text_rows(
+        self, tenant: int, labels: frozenset[str], query: SearchQuery, match: str
+    ) -> list[tuple[Any, ...]]:
+        where, params = self._where(tenant, labels, query)
+        hits = _rows(
+            f"SELECT {_VERSION_COLUMNS}, -bm25(memory_version_fts), "  # noqa: S608 - constant SQL, bound values
+            "highlight(memory_version_fts, 0, '[', ']'), "
+            "highlight(memory_version_fts, 1, '[', ']'), "
+            "highlight(memory_version_fts, 2, '[', ']') "
+            "FROM memory_version_fts JOIN memory_memoryversion v "
+            "ON v.id = memory_version_fts.rowid "
+            f"WHERE memory_version_fts MATCH %s AND {where} LIMIT %s",
+            [match, *params, SCAN],
+        )
         rows: list[tuple[Any, ...]] = []
-        match = fts5_query(query.q)
-        if match:
-            hits = _rows(
-                f"SELECT {_VERSION_COLUMNS}, -bm25(memory_version_fts), "  # noqa: S608 - constant SQL, bound values
-                "highlight(memory_version_fts, 0, '[', ']'), "
-                "highlight(memory_version_fts, 1, '[', ']'), "
-                "highlight(memory_version_fts, 2, '[', ']') "
-                "FROM memory_version_fts JOIN memory_memoryversion v "
-                "ON v.id = memory_version_fts.rowid "
-                f"WHERE memory_version_fts MATCH %s AND {where} LIMIT %s",
-                [match, *params, SCAN],
+        for *row, field_hl, statement_hl, value_hl in hits:
+            members = zip(
+                ("field", "statement", "value"), (field_hl, statement_hl, value_hl), strict=True
             )
-            for *row, field_hl, statement_hl, value_hl in hits:
-                members = zip(
-                    ("field", "statement", "value"), (field_hl, statement_hl, value_hl), strict=True
-                )
-                matched = [name for name, text in members if text and "[" in str(text)]
-                rows.append((*row, matched))
-        ids = list(named)
+            matched = [name for name, text in members if text and "[" in str(text)]
+            rows.append((*row, matched))
+        return rows
+
+    def versions(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        ids: list[str],
+        *,
+        text: bool = True,
+    ) -> list[tuple[Any, ...]]:
+        match = fts5_query(query.q)
+        rows = self._text_rows(tenant, labels, query, match) if text and match else []
+        where, params = self._where(tenant, labels, query)
+        excluded = _excluded(query.q)
+        if excluded:  # an excluded word excludes what is found through an entity too
+            where += (
+                " AND v.id NOT IN (SELECT rowid FROM memory_version_fts "
+                "WHERE memory_version_fts MATCH %s)"
+            )
+            params.append(search_terms.fts5(excluded))
         if ids:
             by_entity = _rows(
                 f"SELECT {_VERSION_COLUMNS}, 0.0 FROM memory_memoryversion v WHERE {where} "  # noqa: S608 - constant SQL, bound values
@@ -558,7 +905,65 @@ class _Sqlite(_Backend):
                 [*params, *ids, tenant, *ids, SCAN],
             )
             rows += [(*row, []) for row in by_entity]
-        return _version_candidates(rows, query, named)
+        return rows
+
+    def versions_of_group(
+        self,
+        tenant: int,
+        labels: frozenset[str],
+        query: SearchQuery,
+        terms: search_terms.Terms,
+        group: int,
+    ) -> list[tuple[Any, ...]]:
+        match = search_terms.fts5(_group_terms(terms, group), prefix=True)
+        return [(*row[:8], 0.0, []) for row in self._text_rows(tenant, labels, query, match)]
+
+    def groups_of(
+        self, version_ids: list[int], terms: search_terms.Terms, *, prefix: bool
+    ) -> dict[int, frozenset[int]]:
+        found: dict[int, set[int]] = {}
+        for i, group in enumerate(terms.groups):
+            match = search_terms.fts5(search_terms.Terms((group,), ()), prefix=prefix)
+            for (version_id,) in _rows(
+                "SELECT rowid FROM memory_version_fts WHERE memory_version_fts MATCH %s "  # noqa: S608 - constant SQL, bound values
+                f"AND rowid IN ({_in(version_ids)})",
+                [match, *version_ids],
+            ):
+                found.setdefault(version_id, set()).add(i)
+        return {version_id: frozenset(groups) for version_id, groups in found.items()}
+
+    def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
+        return _rows(
+            "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
+            "JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
+            f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s",
+            [search_terms.fts5(terms), tenant, SCAN],
+        )
+
+    def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
+        """Members of a fact not found by its text alone, by any word (those found by
+        their text are known)."""
+        rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
+        if not rows:
+            return
+        terms = search_terms.parse(q)
+        expression = search_terms.fts5(_any_terms(terms), prefix=match == MATCH_SOME)
+        members: dict[int, set[str]] = {}
+        for version_id, *highlights in _rows(
+            "SELECT rowid, highlight(memory_version_fts, 0, '[', ']'), "  # noqa: S608 - constant SQL, bound values
+            "highlight(memory_version_fts, 1, '[', ']'), "
+            "highlight(memory_version_fts, 2, '[', ']') FROM memory_version_fts "
+            f"WHERE memory_version_fts MATCH %s AND rowid IN ({_in(rows)})",
+            [expression, *rows],
+        ):
+            names = ("field", "statement", "value")
+            members[version_id] = {
+                n for n, h in zip(names, highlights, strict=True) if h and "[" in str(h)
+            }
+        for candidate in candidates:
+            found = members.get(candidate.row or 0)
+            if found and TEXT in candidate.matched:
+                candidate.matched = (candidate.matched - {TEXT}) | found
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         match = fts5_query(q)

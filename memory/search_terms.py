@@ -31,8 +31,22 @@ STOP_WORDS = frozenset(
 # are ``ss`` by ``casefold`` already); SQLite's index applies the same (memory.fulltext).
 LETTERS = {"æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d"}
 
+# Words a question is made of that say nothing of what is asked about ("who would get
+# …"): terms when every word must match, but never what a partial ("some") match counts.
+FILLER = frozenset(
+    """would could might must shall may get gets got getting let please tell know show give
+    find like us also ever anything something everything one much many whose""".split()  # noqa: SIM905 - a word list
+)
+
+# An identifier: letters or digits joined by - / _ . : # and holding a digit (ORD-1001,
+# SO-77-A/3, CRM-C-1001). Indexed and queried whole ("ord1001") and by its parts.
+IDENTIFIER = re.compile(r"[^\W_]+(?:[-/_.:#][^\W_]+)+")
+PART = re.compile(r"[^\W_]+")
+PREFIX_MIN = 4  # a partial match reads a word of this length or more as a prefix
+
 _TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w+")
+WORDS = _WORD  # how a text is split into words, folded first
 _UNQUOTABLE = re.compile(r"['\\]")
 
 
@@ -45,6 +59,19 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", folded)
 
 
+def identifiers(text: str) -> str:
+    """Each identifier of ``text`` whole (its parts joined) and by its parts, as both
+    backends' indexes add them to the text (PostgreSQL ``memgov_identifiers``)."""
+    found = [m for m in IDENTIFIER.findall(text) if any(c.isdigit() for c in m)]
+    return " ".join(f"{''.join(PART.findall(m))} {' '.join(PART.findall(m))}" for m in found)
+
+
+def with_identifiers(text: str) -> str:
+    """``text`` and what ``identifiers`` adds: the indexed document."""
+    extra = identifiers(text)
+    return f"{text} {extra}" if extra else text
+
+
 @dataclass(frozen=True)
 class Term:
     """A word or a phrase: its words, folded, in order (stop words kept inside a phrase,
@@ -53,6 +80,17 @@ class Term:
 
     words: tuple[str, ...]
     text: str
+
+    @property
+    def joined(self) -> str | None:
+        """The identifier this term is, its parts joined ("ord1001"), else None."""
+        if len(self.words) < 2 or not IDENTIFIER.fullmatch(self.text):
+            return None
+        return "".join(self.words) if any(c.isdigit() for c in self.text) else None
+
+    @property
+    def filler(self) -> bool:
+        return all(w in STOP_WORDS or w in FILLER for w in self.words)
 
 
 @dataclass(frozen=True)
@@ -106,27 +144,35 @@ def parse(q: str) -> Terms:
     return Terms(tuple(tuple(g) for g in groups), tuple(excluded))
 
 
-def tsquery(terms: Terms) -> str:
+def _prefixed(term: Term, prefix: bool) -> bool:
+    return prefix and len(term.words) == 1 and len(term.words[0]) >= PREFIX_MIN
+
+
+def tsquery(terms: Terms, *, prefix: bool = False) -> str:
     """The terms as ``to_tsquery`` text: each quoted, so the configuration parses it as it
     parsed the document (a phrase's words follow each other, its stop words keep their
-    distance), joined by ``|`` within a group and ``&`` between groups."""
+    distance), joined by ``|`` within a group and ``&`` between groups. An identifier also
+    matches whole; with ``prefix``, a long word matches as a prefix of its stem
+    ("delivered" finds "deliveries")."""
 
     def one(term: Term) -> str:
-        return f"'{term.text}'"
+        quoted = f"'{term.text}'" + (":*" if _prefixed(term, prefix) else "")
+        return f"({quoted} | '{term.joined}')" if term.joined else quoted
 
     parts = ["(" + " | ".join(one(t) for t in group) + ")" for group in terms.groups]
     parts += ["!" + one(t) for t in terms.excluded]
     return " & ".join(parts)
 
 
-def fts5(terms: Terms) -> str:
+def fts5(terms: Terms, *, prefix: bool = False) -> str:
     """The terms as an FTS5 MATCH expression, every term quoted (nothing a caller types
-    is an FTS5 operator). Empty when there is no positive term."""
+    is an FTS5 operator), as ``tsquery`` reads them. Empty when there is no positive term."""
     if not terms:
         return ""
 
     def one(term: Term) -> str:
-        return '"' + " ".join(term.words) + '"'
+        quoted = '"' + " ".join(term.words) + '"' + ("*" if _prefixed(term, prefix) else "")
+        return f'({quoted} OR "{term.joined}")' if term.joined else quoted
 
     expression = " AND ".join("(" + " OR ".join(one(t) for t in g) + ")" for g in terms.groups)
     if terms.excluded:

@@ -132,7 +132,7 @@ def test_a_restricted_fact_never_appears_not_even_as_a_count(
     about_acme = get(world, "agent", "/search", q="Acme", subject=seeds.acme)
     facts = get(world, "agent", f"/entities/{seeds.acme}/facts")
 
-    assert found.json() == {"results": [], "next": None}
+    assert found.json() == {"results": [], "next": None, "match": "all"}
     assert "legal_hold" not in [r.get("field") for r in results(about_acme)]
     assert "Quillon" not in facts.content.decode()
     assert "Quillon" not in about_acme.content.decode()

@@ -61,6 +61,23 @@ def test_search_finds_the_sarah_acme_fact_through_both_entities(
     assert problem(zed.call("list_entity_facts", {"entity_id": seeds.acme}), 404)
 
 
+def test_the_search_tool_says_whether_the_candidates_have_every_word(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    seeds = seed(world, django_capture_on_commit_callbacks)
+    agent = InProcess(world.keys["agent"])
+
+    whole = answer(agent.call("search", {"q": "Sarah procurement"}))
+    partial = answer(agent.call("search", {"q": "who leads purchasing for Sarah"}))
+    nothing = answer(agent.call("search", {"q": "zzqx"}))
+
+    assert whole["match"] == "all"
+    assert seeds.employer in [r["id"] for r in whole["results"]]
+    assert partial["match"] == "some"
+    assert seeds.employer in [r["id"] for r in partial["results"]][:3]
+    assert nothing == {"results": [], "next_cursor": None, "match": "all"}
+
+
 def test_search_pages_by_cursor_and_refuses_a_bad_query(world: World):
     agent = InProcess(world.keys["agent"])
     for n in range(3):
