@@ -242,7 +242,10 @@ def _status_said(version: MemoryVersion, reader: Principal, rejections: Sequence
 def _questions_said(version: MemoryVersion, reader: Principal) -> list[str]:
     """Each open question with the answers the reader may give (subject first)."""
     said = []
-    for question in clarifications.open_questions(version):
+    questions = getattr(version, "open_clarifications", None)  # a list's prefetch
+    if questions is None:
+        questions = list(clarifications.open_questions(version))
+    for question in questions:
         mention = question.mention
         if question.member == Clarification.Member.SUBJECT:
             options = ", ".join(f"{o['id']} ({o['label']})" for o in question.options)

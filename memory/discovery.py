@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
 
 from core.principals import Principal
 from core.times import iso
-from memory.models import Entity, MemoryVersion, Status
+from memory.models import Clarification, Entity, MemoryVersion, Status
 from memory.search import one_line
 from memory.selectors import versions_with_details
 from memory.visibility import VisibleTo
@@ -36,7 +36,13 @@ def proposals_of(
         versions = versions.filter(status=status)
     if after is not None:
         versions = versions.filter(pk__gt=after)
-    return list(versions_with_details(versions).order_by("pk")[:limit])
+    # Each reason names its open questions (approvals.wording): read them for the page at once.
+    questions = Prefetch(
+        "clarifications",
+        queryset=Clarification.objects.filter(answered_at__isnull=True).order_by("member"),
+        to_attr="open_clarifications",
+    )
+    return list(versions_with_details(versions).prefetch_related(questions).order_by("pk")[:limit])
 
 
 def proposal_representation(version: MemoryVersion, reasons: list[str]) -> dict[str, Any]:

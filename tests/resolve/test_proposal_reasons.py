@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
 from approvals.services import version_reject
 from core.models import ApiKey
 from core.principals import Principal
@@ -163,3 +166,21 @@ def test_options_are_said_as_far_as_the_key_may_see_them_now(world, story: Story
     said = reasons(world, "finance", memory_id)
     assert "9 Vault Street" not in str(said)
     assert f"“{HOME}”" in said[0] and f"“{OFFICE}”" in said[0]
+
+
+def test_the_list_reads_the_open_questions_of_a_page_at_once(world, dana, addresses):
+    """One query more per held proposal (the memories its options come from), not two."""
+    agent = world.client("agent")
+
+    def queries_for_held() -> int:
+        with CaptureQueriesContext(connection) as read:
+            listed = agent.get("/api/v1/proposals?status=held_unresolved")
+        assert listed.status_code == 200
+        return len(read.captured_queries)
+
+    agent.post("/api/v1/memories", send_it_there(world, dana), "json")
+    one = queries_for_held()
+    for _ in range(3):
+        agent.post("/api/v1/memories", send_it_there(world, dana), "json")
+
+    assert queries_for_held() - one == 3
