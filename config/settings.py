@@ -497,6 +497,6 @@ MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
 MEMGOV_WORKER_METRICS_HOST = env_str("MEMGOV_WORKER_METRICS_HOST", "0.0.0.0")  # noqa: S104
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
 # with the request id on every line; this replaces the LOGGING above.
-LOGGING = logging_config(
-    json_lines=env_str("MEMGOV_LOG_FORMAT", "plain") == "json", level=env_str("LOG_LEVEL", "INFO")
-)
+LOG_JSON = env_str("MEMGOV_LOG_FORMAT", "plain") == "json"
+LOGGING = logging_config(json_lines=LOG_JSON, level=env_str("LOG_LEVEL", "INFO"))
+LOGGING_CONFIG = "config.logs.configure"  # Python's warnings through it too

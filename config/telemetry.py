@@ -7,11 +7,11 @@ enqueues, so the worker's lines for that task carry it too."""
 from __future__ import annotations
 
 import logging
-import logging.config
 import time
 from collections.abc import Callable
 from typing import Any
 
+from celery import __version__ as celery_version
 from celery import signals
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -183,7 +183,63 @@ def _task_finished(task_id: str = "", task: Any = None, state: str | None = None
 def _django_logging(**_: Any) -> None:
     """The worker and beat log through the LOGGING setting (JSON lines in production)
     instead of Celery's own format."""
-    logging.config.dictConfig(settings.LOGGING)
+    logs.configure(settings.LOGGING)
+
+
+@signals.celeryd_init.connect
+def _json_worker_start(instance: Any, **_: Any) -> None:
+    """Under MEMGOV_LOG_FORMAT=json: no banner (plain text on stdout; the worker's start
+    line below says the same), and JSON from here on, before Celery's first warnings."""
+    if settings.LOG_JSON:
+        instance.quiet = True
+        logs.configure(settings.LOGGING)
+
+
+@signals.celeryd_after_setup.connect
+def _worker_start_line(sender: str, instance: Any, **_: Any) -> None:
+    """The banner's facts as one line: node, broker (password masked), pool, queues."""
+    queues = sorted(instance.app.amqp.queues.consume_from or instance.app.amqp.queues)
+    task_logger.info(
+        "%s starting: celery %s, concurrency %s, queues %s",
+        sender,
+        celery_version,
+        instance.concurrency,
+        ",".join(queues),
+        extra={
+            "memgov": {
+                "event": "worker_start",
+                "node": sender,
+                "broker": instance.app.connection_for_read().as_uri(),
+                "concurrency": instance.concurrency,
+                "queues": queues,
+            }
+        },
+    )
+
+
+@signals.worker_shutting_down.connect
+def _worker_stop_line(sender: str, how: str, **_: Any) -> None:
+    """Celery's own notice of this ("worker: Warm shutdown (MainProcess)") is printed by
+    its signal handler straight to the terminal, outside logging: this is its JSON line."""
+    task_logger.info(
+        "%s: %s shutdown",
+        sender,
+        how.lower(),
+        extra={"memgov": {"event": "worker_stop", "node": sender, "how": how.lower()}},
+    )
+
+
+@signals.beat_init.connect
+def _beat_start_line(sender: Any, **_: Any) -> None:
+    """beat prints its banner unless started with ``celery --quiet``, as deploy/ does under
+    JSON logs; this line says what it said."""
+    scheduler = sender.scheduler
+    task_logger.info(
+        "beat starting: %s, broker %s",
+        type(scheduler).__name__,
+        sender.app.connection_for_write().as_uri(),
+        extra={"memgov": {"event": "beat_start", "scheduler": type(scheduler).__name__}},
+    )
 
 
 @signals.worker_init.connect

@@ -41,6 +41,15 @@ max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", str(max
 # be a second, unstructured line. GUNICORN_ACCESS_LOG=- brings it back.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
+# MEMGOV_LOG_FORMAT=json: gunicorn's own lines (and its access log, when asked for) are
+# JSON lines too, not plain text among the application's (config/logs.py). A logging
+# dict makes gunicorn write access lines even without accesslog: they are dropped then.
+if os.environ.get("MEMGOV_LOG_FORMAT") == "json":
+    from config.logs import gunicorn_logging_config
+
+    logconfig_dict = gunicorn_logging_config(level=os.environ.get("LOG_LEVEL", "INFO"))
+    if accesslog is None:
+        logconfig_dict["loggers"]["gunicorn.access"]["level"] = "WARNING"
 # The proxy header is trusted by Django (MEMGOV_TRUST_X_FORWARDED_PROTO), not by gunicorn.
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
