@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
-from api.pagination import paginate
+from api.pagination import PAGE_PARAMETERS, paginate, text_parameter
 from audit.representations import event_representation
 from audit.selectors import Problem, audit_events, audit_verify, require_view_audit
 from contract.serializers import ZonedDateTimeField
@@ -19,7 +20,13 @@ class AuditListView(MemgovAPIView):
     query_parameters = ("target", "actor", "action", "since", "limit", "cursor")
 
     @extend_schema(
-        parameters=[OpenApiParameter(n, str, required=False) for n in query_parameters],
+        parameters=[
+            text_parameter("target"),
+            text_parameter("actor"),
+            text_parameter("action"),
+            OpenApiParameter("since", OpenApiTypes.DATETIME, required=False),
+            *PAGE_PARAMETERS,
+        ],
         responses={
             200: inline_serializer(
                 "AuditPage",

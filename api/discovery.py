@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -21,8 +21,6 @@ from api.openapi import (
 from contract import discovery
 from core.errors import InvalidContent
 from core.inputs import strict_int
-from core.kinds import MemoryKind
-from memory.models import Status
 
 
 def _params(request: Request) -> dict[str, Any]:
@@ -46,22 +44,11 @@ def _page_response(request: Request, page: discovery.Page) -> Response:
     return Response(body)
 
 
-def _str_params(*names: str) -> list[OpenApiParameter]:
-    return [OpenApiParameter(name, str, required=False) for name in names]
-
-
 class SearchView(MemgovAPIView):
     query_parameters = ("q", "subject", "kind", "status", "limit", "cursor")
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("q", str, required=True, description='Words, "a phrase", or, -word.'),
-            OpenApiParameter("subject", str, required=False, description="Only facts about it."),
-            OpenApiParameter("kind", str, required=False, enum=MemoryKind.values),
-            OpenApiParameter("status", str, required=False, enum=Status.values),
-            OpenApiParameter("limit", int, required=False, description="1..100, default 20"),
-            OpenApiParameter("cursor", str, required=False),
-        ],
+        parameters=[discovery.SearchInput],
         responses={200: SearchPageOut},
         operation_id="search",
     )
@@ -74,7 +61,7 @@ class EntityFactsView(MemgovAPIView):
     query_parameters = ("limit", "cursor")
 
     @extend_schema(
-        parameters=_str_params("limit", "cursor"),
+        parameters=[discovery.PageQuery],
         responses={200: FactPageOut},
         operation_id="entity_facts",
     )
@@ -88,7 +75,7 @@ class ProposalsView(MemgovAPIView):
     query_parameters = ("status", "limit", "cursor")
 
     @extend_schema(
-        parameters=_str_params("status", "limit", "cursor"),
+        parameters=[discovery.ProposalsInput],
         responses={200: ProposalPageOut},
         operation_id="proposal_list_mine",
     )
@@ -107,10 +94,7 @@ class EntityByRefView(MemgovAPIView):
     query_parameters = ("external_ref", "kind")
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("external_ref", str, required=True),
-            OpenApiParameter("kind", str, required=False),
-        ],
+        parameters=[discovery.ExternalRefInput],
         responses={200: ExternalRefMatchOut},
         operation_id="entity_match_external_ref",
     )

@@ -3,14 +3,14 @@ admin (``core.authority.require_manage_fields``)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
 from api.openapi import FieldListOut, FieldOut
 from contract import catalog
-from contract.catalog import FieldInput
+from contract.catalog import FIELD_NAME_RE, FieldInput
 
 EXAMPLES = [
     OpenApiExample(
@@ -33,6 +33,10 @@ EXAMPLES = [
 ]
 
 
+# A name the catalog cannot hold is a 422 naming it: the schema says which names it holds.
+NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, pattern=FIELD_NAME_RE.pattern)
+
+
 class FieldCollectionView(MemgovAPIView):
     @extend_schema(responses={200: FieldListOut}, operation_id="field_list")
     def get(self, request: Request) -> Response:
@@ -40,12 +44,13 @@ class FieldCollectionView(MemgovAPIView):
 
 
 class FieldDetailView(MemgovAPIView):
-    @extend_schema(responses={200: FieldOut}, operation_id="field_get")
+    @extend_schema(parameters=[NAME], responses={200: FieldOut}, operation_id="field_get")
     def get(self, request: Request, name: str) -> Response:
         return Response(catalog.field_read(self.principal(), name))
 
     @extend_schema(
         request=FieldInput,
+        parameters=[NAME],
         responses={200: FieldOut},
         operation_id="field_define",
         examples=EXAMPLES,

@@ -19,7 +19,7 @@ from api.openapi import (
     MemoryPageOut,
     SourceOut,
 )
-from api.pagination import paginate
+from api.pagination import PAGE_PARAMETERS, paginate, text_parameter
 from contract import answers, discovery
 from contract.serializers import (
     AliasInput,
@@ -73,11 +73,7 @@ class EntityCollectionView(MemgovAPIView):
     query_parameters = ("q", "limit", "cursor")
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("q", str, required=False, description="part of a name or alias"),
-            OpenApiParameter("limit", int, required=False),
-            OpenApiParameter("cursor", str, required=False),
-        ],
+        parameters=[text_parameter("q", "part of a name or alias"), *PAGE_PARAMETERS],
         responses={200: EntityPageOut},
         operation_id="entity_list",
     )
@@ -151,8 +147,17 @@ def _memory_filters(request: Request) -> selectors.MemoryFilters:
     )
 
 
+# The version read, as ETag gave it (memory.proposals reads it; anything else is a 422).
+IF_MATCH_PATTERN = r'^(W/)?"?[0-9]{1,9}"?$'
 MEMORY_FILTERS = ("subject", "field", "kind", "status", "owner", "limit", "cursor")
-_LIST_PARAMS = [OpenApiParameter(name, str, required=False) for name in MEMORY_FILTERS]
+_LIST_PARAMS = [
+    text_parameter("subject"),
+    text_parameter("field"),
+    text_parameter("kind", enum=MemoryKind.values, pattern=None),
+    text_parameter("status", enum=Status.values, pattern=None),
+    text_parameter("owner"),
+    *PAGE_PARAMETERS,
+]
 
 
 class MemoryCollectionView(MemgovAPIView):
@@ -204,7 +209,16 @@ class MemoryVersionsView(MemgovAPIView):
         responses={201: MemoryOut},
         operation_id="memory_correct",
         examples=REQUEST_EXAMPLES["memory_correct"],
-        parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True)],
+        parameters=[
+            OpenApiParameter(
+                "If-Match",
+                str,
+                OpenApiParameter.HEADER,
+                required=True,
+                pattern=IF_MATCH_PATTERN,
+                description='The head version read, "<version>"; another is a 409.',
+            )
+        ],
     )
     def post(self, request: Request, memory_id: str) -> Response:
         answer = answers.memory_corrected(

@@ -10,16 +10,39 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db.models import Model, QuerySet
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.utils.urls import replace_query_param
 
-from core.cursors import CursorCodec
+from core.cursors import CURSOR_PATTERN, CursorCodec
 from core.errors import InvalidContent
 from core.inputs import strict_int
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 M = TypeVar("M", bound=Model)
+
+
+# What the lists' query parameters take, for the OpenAPI description (issue 44): a client
+# generated from it sends a limit and a cursor these lists accept.
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+        required=False,
+    ),
+    OpenApiParameter("cursor", str, required=False, pattern=CURSOR_PATTERN),
+]
+# A filter's text: empty is "no filter"; a control character is refused (core.inputs).
+_FILTER_TEXT = r"^[^\x00-\x1f\x7f-\x9f]*$"
+
+
+def text_parameter(name: str, description: str = "", **kwargs: Any) -> OpenApiParameter:
+    """An optional query filter of text (no control character; ``core.inputs``)."""
+    pattern = kwargs.pop("pattern", _FILTER_TEXT)
+    return OpenApiParameter(
+        name, str, required=False, description=description, pattern=pattern, **kwargs
+    )
 
 
 def page_limit(request: Request) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,7 +20,7 @@ from api.openapi import (
     WebhookPageOut,
     WebhookWithSecretOut,
 )
-from api.pagination import paginate
+from api.pagination import PAGE_PARAMETERS, paginate
 from contract.serializers import StrictInput
 from core.times import iso
 from memory.events import EVENT_TYPES
@@ -29,7 +29,6 @@ from webhooks.addresses import MAX_URL_CHARS
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 PAGE_QUERY = ("limit", "cursor")
-PAGE_PARAMETERS = [OpenApiParameter(n, str, required=False) for n in PAGE_QUERY]
 
 
 class WebhookInput(StrictInput):

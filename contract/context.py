@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core import validators
 from rest_framework import serializers
 
 from approvals.services import memory_clarify
@@ -28,7 +29,15 @@ class ContextInput(StrictInput):
         child=serializers.CharField(max_length=200), min_length=1, max_length=20
     )
     context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class
-        child=serializers.CharField(max_length=MAX_CONTEXT_VALUE), required=False
+        child=serializers.CharField(max_length=MAX_CONTEXT_VALUE),
+        required=False,
+        # maxProperties in the schema; the same words as validate_context's.
+        validators=[
+            validators.MaxLengthValidator(
+                MAX_CONTEXT_DIMENSIONS,
+                f"at most {MAX_CONTEXT_DIMENSIONS} dimensions (got %(show_value)d)",
+            )
+        ],
     )
     purpose = serializers.ChoiceField(choices=PURPOSES, required=False, default="answer")
     max_tokens = serializers.IntegerField(
@@ -38,6 +47,7 @@ class ContextInput(StrictInput):
         child=serializers.CharField(max_length=100),
         required=False,
         allow_empty=False,
+        min_length=1,  # allow_empty says it first; min_length states it in the schema
         max_length=100,
     )
     task_id = serializers.CharField(max_length=200, required=False, allow_null=True)

@@ -12,8 +12,8 @@ from rest_framework import serializers
 
 from approvals import wording
 from contract.answers import validated
-from contract.serializers import StrictInput
-from core.cursors import MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
+from contract.serializers import QUERY_TEXT, StrictInput
+from core.cursors import CURSOR_RULE, MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
@@ -25,28 +25,42 @@ DEFAULT_LIMIT = 20  # an agent reads candidates into its context: a short page
 MAX_LIMIT = 100
 
 
-class SearchInput(StrictInput):
-    q = serializers.CharField(max_length=search.QUERY_MAX)
-    subject = serializers.CharField(max_length=40, required=False)
+class _QueryInput(StrictInput):
+    """Query parameters: their texts hold no control character (``core.inputs``)."""
+
+    text_rule = QUERY_TEXT
+
+
+class PageQuery(_QueryInput):
+    limit = serializers.IntegerField(
+        min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT, help_text="default 20"
+    )
+    cursor = serializers.CharField(
+        max_length=MAX_CURSOR_CHARS,
+        required=False,
+        validators=[CURSOR_RULE],
+        help_text="From the previous page's next link, unchanged.",
+    )
+
+
+class SearchInput(PageQuery):
+    q = serializers.CharField(
+        max_length=search.QUERY_MAX, help_text='Words, "a phrase", or, -word.'
+    )
+    subject = serializers.CharField(max_length=40, required=False, help_text="Only facts about it.")
     kind = serializers.ChoiceField(choices=MemoryKind.choices, required=False)
     status = serializers.ChoiceField(choices=Status.choices, required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
-class ProposalsInput(StrictInput):
+class ProposalsInput(PageQuery):
     status = serializers.ChoiceField(choices=Status.choices, required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
-class EntityFactsInput(StrictInput):
+class EntityFactsInput(PageQuery):
     entity_id = serializers.CharField(max_length=40)
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    cursor = serializers.CharField(max_length=MAX_CURSOR_CHARS, required=False)
 
 
-class ExternalRefInput(StrictInput):
+class ExternalRefInput(_QueryInput):
     external_ref = serializers.CharField(max_length=200)
     kind = serializers.CharField(max_length=50, required=False, allow_blank=True)
 

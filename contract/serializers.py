@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, ClassVar
 
+from django.core import validators
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
@@ -72,12 +73,40 @@ def _wrong_type(field: serializers.Field[Any, Any, Any, Any], value: Any) -> Any
     return nested or None
 
 
+# Text that is not blank: DRF trims a CharField and refuses what is left empty, so the
+# OpenAPI description says so with a pattern (issue 44: a client generated from the schema
+# sends what the API takes). Never refuses anything itself: a blank text fails first.
+NOT_BLANK = validators.RegexValidator(r"\S", "may not be blank")
+# A query parameter's text: no control character either (core.inputs refuses them first).
+QUERY_TEXT = validators.RegexValidator(
+    r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+    "may not be blank or hold a control character",
+)
+
+
+def _state_text_rule(field: serializers.Field[Any, Any, Any, Any], rule: Any) -> None:
+    """Give ``field`` (or the items or values it holds) the rule a non-blank text keeps."""
+    child = getattr(field, "child", None)
+    if isinstance(field, serializers.ListField | serializers.DictField) and child is not None:
+        _state_text_rule(child, rule)
+    elif isinstance(field, serializers.CharField) and not field.allow_blank:
+        field.validators.append(rule)
+
+
 class StrictInput(serializers.Serializer[Any]):
     """An input shape that names every member it does not declare and every member of the
     wrong JSON type (422), beside DRF's own errors. ``refused_members`` are members a
     caller may know of but not set, each with its reason."""
 
     refused_members: ClassVar[Mapping[str, str]] = {}
+    # What its non-blank texts match, stated in the OpenAPI description as a ``pattern``.
+    text_rule: ClassVar[validators.RegexValidator] = NOT_BLANK
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for field in fields.values():
+            _state_text_rule(field, self.text_rule)
+        return fields
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
@@ -270,6 +299,7 @@ class ResolveInput(SharedFieldsSerializer):
         child=serializers.CharField(max_length=100),
         required=False,
         allow_empty=False,
+        min_length=1,  # allow_empty says it first; min_length states it in the schema
         max_length=100,
     )
     context = serializers.DictField(  # type: ignore[assignment]  # declared fields leave the class

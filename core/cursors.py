@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.core import signing
+from django.core import signing, validators
 
 from core.errors import InvalidContent
 from core.inputs import MAX_INT_DIGITS
@@ -40,6 +40,9 @@ MAX_KEY_CHARS = 200  # an id, a candidate type: far below
 _SEPARATOR = "."  # not in the base64url alphabet, and needs no escaping in a URL
 # base64url payload, the separator, a base64url SHA-256 digest (32 bytes: 43 characters).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}")
+# The same shape for an input field: the OpenAPI description then states it as a pattern.
+CURSOR_PATTERN = f"^{_TOKEN.pattern}$"
+CURSOR_RULE = validators.RegexValidator(CURSOR_PATTERN, NOT_GIVEN_OUT)
 _INT_BOUND = 10**MAX_INT_DIGITS
 
 

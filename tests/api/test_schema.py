@@ -324,3 +324,73 @@ def test_the_entity_list_and_match_are_typed(schema):
         "alias_token",
         "alias_prefix",
     ]
+
+
+# Issue 44, point 13: what validation enforces and JSON Schema can state is in the schema,
+# so a client generated from it sends what the API takes.
+def _parameter(schema: dict[str, Any], path: str, method: str, name: str) -> dict[str, Any]:
+    found = [p for p in schema["paths"][path][method]["parameters"] if p["name"] == name]
+    assert len(found) == 1, (path, method, name)
+    return dict(found[0]["schema"])
+
+
+def _lists(schema: dict[str, Any]) -> list[str]:
+    return [
+        path
+        for path, item in schema["paths"].items()
+        if "get" in item and any(p["name"] == "cursor" for p in item["get"].get("parameters", []))
+    ]
+
+
+def test_every_list_states_the_limit_and_the_cursor_it_takes(schema):
+    lists = _lists(schema)
+
+    assert len(lists) == 8
+    for path in lists:
+        limit = _parameter(schema, path, "get", "limit")
+        cursor = _parameter(schema, path, "get", "cursor")
+        assert (limit["type"], limit["minimum"]) == ("integer", 1), path
+        assert limit["maximum"] in (100, 200), path
+        assert cursor["pattern"] == "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{43}$", path
+
+
+def test_search_states_that_q_says_something_and_filters_are_choices(schema):
+    q = _parameter(schema, "/api/v1/search", "get", "q")
+    status = _parameter(schema, "/api/v1/proposals", "get", "status")
+
+    assert (q["minLength"], q["maxLength"]) == (1, 200)
+    assert re.search(q["pattern"], " \t ") is None and re.search(q["pattern"], "Dana")
+    assert re.search(q["pattern"], "Dana\x00") is None
+    assert "active" in status["enum"]
+
+
+def test_the_field_name_and_if_match_state_their_patterns(schema):
+    name = _parameter(schema, "/api/v1/fields/{name}", "put", "name")
+    if_match = _parameter(schema, "/api/v1/memories/{memory_id}/versions", "post", "If-Match")
+
+    assert name["pattern"] == "^[A-Za-z][A-Za-z0-9_.\\-]{0,99}$"
+    assert [bool(re.match(if_match["pattern"], v)) for v in ('"2"', 'W/"2"', "2", "two")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_request_bodies_state_non_blank_texts_and_their_counts(schema):
+    components = schema["components"]["schemas"]
+    clarify, context = components["ClarifyInput"], components["ContextInput"]["properties"]
+
+    assert clarify["properties"]["choice"]["pattern"] == "\\S"
+    assert context["subjects"]["items"]["pattern"] == "\\S"
+    assert context["context"]["maxProperties"] == 32
+    assert context["fields"]["minItems"] == 1
+    assert components["ReasonInput"]["properties"]["reason"]["pattern"] == "\\S"
+
+
+def test_a_blank_text_the_schema_refuses_is_refused_by_the_api_naming_it(world):
+    agent = world.client("agent")
+
+    answer = agent.get("/api/v1/search", {"q": "   "})
+
+    assert answer.status_code == 422 and list(answer.json()["errors"]) == ["q"]
