@@ -16,6 +16,7 @@ from core.authority import Authority
 from core.errors import DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page
+from dashboard.forms import refusal_words
 from dashboard.item import render_item
 from dashboard.questions import ClarifyForm, chosen_from
 from memory.models import Clarification, MemoryVersion, Status
@@ -61,7 +62,7 @@ def clarify(request: HttpRequest, principal: Principal, memory_id: str) -> HttpR
             request, principal, memory_id, status=exc.status, bound={"clarify_form": form}
         )
     except DomainError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, refusal_words(exc))
         return render_item(request, principal, memory_id, status=exc.status)
     messages.success(request, _answered(version, chosen_from(principal, version)))
     return redirect(reverse("dashboard:item", args=[memory_id]))

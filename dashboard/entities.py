@@ -17,7 +17,7 @@ from core.errors import DomainError, InvalidContent, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices, openable_counts
-from dashboard.forms import LinkSubjectForm, add_errors
+from dashboard.forms import LinkSubjectForm, add_errors, refusal_words
 from dashboard.linking import link_confirmation, link_effect, linked_message
 from memory.models import Entity, MemoryVersion, Status
 from memory.selectors import entity_list, entity_match
@@ -116,7 +116,7 @@ def link_subject(request: HttpRequest, principal: Principal, memory_id: str) -> 
         add_errors(form, exc)
         return _render(request, principal, status=exc.status, failed=(memory_id, form))
     except DomainError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, refusal_words(exc))
         return _render(request, principal, status=exc.status)
     messages.success(request, f"“{version.statement}”: {linked_message(version)}")
     return redirect(reverse("dashboard:entities"))

@@ -8,9 +8,10 @@ from typing import Any
 
 from django import forms
 
-from core.errors import InvalidContent
+from core.errors import Conflict, DomainError, InvalidContent
 from core.kinds import MemoryKind
 from dashboard import values
+from dashboard.templatetags.memgov_words import STATUS_WORDS, status_word
 from memory.erasure import MAX_REASON
 from memory.models import Scenario, Status
 from memory.resolver import (
@@ -25,7 +26,9 @@ from memory.resolver import Policy as ResolverPolicy
 from memory.rules import DIMENSION_RE
 
 TIME_HELP = "In the tenant's time zone (see Policy). Leave empty for now."
-QUOTED = re.compile(r"'([^']*)'")
+# A quoted name opens after a space or a bracket and closes before one: the apostrophe
+# of "the field catalog's schema" is not a quote.
+QUOTED = re.compile(r"(?<!\w)'([^']*)'(?!\w)")
 
 
 def in_sentences(problem: str) -> str:
@@ -34,6 +37,32 @@ def in_sentences(problem: str) -> str:
     text = QUOTED.sub(r"“\1”", problem.strip())
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
+# A service refusing an action on a version whose state moved on ends "; this is <status>."
+STATE_NOW = re.compile(r"; this is (\w+)\.?$")
+
+
+def moved_on(exc: DomainError) -> str | None:
+    """The state, in words, of a version that moved on before the action reached it (a
+    lost race: "…; this is pending_review"), or None for any other refusal."""
+    found = STATE_NOW.search(exc.detail)
+    if isinstance(exc, Conflict) and found and found.group(1) in STATUS_WORDS:
+        return status_word(found.group(1))
+    return None
+
+
+def refusal_words(exc: DomainError) -> str:
+    """A service's refusal as a person reads it: a lost race says what happened and the
+    state now in words ("Only a held_unresolved memory can be linked; this is
+    pending_review" → "Nothing was done: it changed after this page was loaded …")."""
+    now = moved_on(exc)
+    if now is not None:
+        return (
+            f"Nothing was done: it changed after this page was loaded and is now “{now}”. "
+            "The page shows it as it is."
+        )
+    return in_sentences(exc.detail)
 
 
 def add_errors(form: forms.Form, exc: InvalidContent) -> None:
@@ -201,6 +230,8 @@ class NewSubjectForm(DashboardForm):
         help_text="Other names, separated by commas; the mention is a good first one.",
     )
     confirm = forms.BooleanField(error_messages={"required": LINK_CONFIRM_REQUIRED})
+    # Offered once the name turned out to be taken (the page shows it beside the error).
+    another = forms.BooleanField(required=False, label="Create another entity with this name")
 
     def clean_aliases(self) -> list[str]:
         raw: str = self.cleaned_data.get("aliases") or ""

@@ -57,7 +57,7 @@ from memory.catalog import advisory_for
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import OPEN_STATUSES, MemoryItem, MemoryVersion, Status
 from memory.representations import checks_summary
-from memory.selectors import access_source, memory_versions, revocation_reach
+from memory.selectors import access_source, entity_match, memory_versions, revocation_reach
 
 POLL_SECONDS = 2
 
@@ -395,7 +395,7 @@ def _perform(
             request, principal, memory_id, status=exc.status, bound={form_name: form}
         )
     except DomainError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, dashboard_forms.refusal_words(exc))
         return render_item(request, principal, memory_id, status=exc.status)
     messages.success(request, done)
     return redirect(reverse("dashboard:item", args=[memory_id]), permanent=False)
@@ -485,6 +485,25 @@ def _link_existing(principal: Principal, item: MemoryItem, data: dict[str, Any])
 
 
 def _link_new(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:
+    """Creating an entity that has the name (or an alias) of one that exists asks first:
+    two "Dana Kim"s are two people only when the reviewer says so (seed 000)."""
+    same = [
+        entity
+        for entity, how in entity_match(principal=principal, name=data["name"], kind=None)
+        if how in ("name", "alias")
+    ]
+    if same and not data.get("another"):
+        named = "; ".join(
+            f"{e.name} ({e.kind}{', ' + e.external_ref if e.external_ref else ''})" for e in same
+        )
+        raise InvalidContent(
+            {
+                "name": [
+                    f"An entity with this name exists already: {named}. Link it above, or "
+                    "tick “Create another entity with this name” if this is someone else."
+                ]
+            }
+        )
     version = services.memory_link_new_subject(
         principal=principal,
         item=item,
@@ -671,7 +690,7 @@ def revoke_source(request: HttpRequest, principal: Principal, source_id: str) ->
     except NotFound as exc:
         return error_page(request, exc)
     except DomainError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, dashboard_forms.refusal_words(exc))
         if memory_id:
             return render_item(request, principal, memory_id, status=exc.status)
         return error_page(request, exc)

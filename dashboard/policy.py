@@ -20,7 +20,7 @@ from core.authority import has_tenant_permission, require_tenant_permission
 from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
-from dashboard.forms import PolicyForm, RevalidateForm
+from dashboard.forms import PolicyForm, RevalidateForm, refusal_words
 from memory.models import Policy
 from memory.policy import MANAGE_POLICY_REFUSAL
 from memory.selectors import current_policy
@@ -94,7 +94,7 @@ def publish(request: HttpRequest, principal: Principal) -> HttpResponse:
             principal=principal, precedence=form.precedence(), reason=reason
         )
     except DomainError as exc:
-        messages.error(request, exc.detail)
+        messages.error(request, refusal_words(exc))
         return _render(request, principal, status=exc.status, policy_form=form)
     messages.success(
         request, f"Policy {policy.version} published; every active item is being re-checked."

@@ -27,6 +27,7 @@ from core.errors import DomainError, NotFound
 from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, page_context, reviews_anything
 from dashboard.decisions import despite_words, preview_failures
+from dashboard.forms import in_sentences, moved_on
 from dashboard.models import SavedView
 from dashboard.owner import needing_you
 from memory.clarifications import in_words
@@ -383,7 +384,13 @@ def approve_each(
             )
             continue
         except DomainError as exc:
-            outcomes.append(BulkOutcome(statement, f"not approved: {exc.detail}", ok=False))
+            now = moved_on(exc)
+            sentence = (
+                f"not approved: it changed after the queue was loaded and is now “{now}”."
+                if now is not None
+                else f"not approved: {in_sentences(exc.detail)}"
+            )
+            outcomes.append(BulkOutcome(statement, sentence, ok=False))
             continue
         outcomes.append(BulkOutcome(statement, approved_message(version), ok=True))
     return outcomes

@@ -116,8 +116,8 @@ def test_bulk_approve_reports_a_memory_decided_meanwhile_and_approves_the_rest(
     assert said[0] == "Approved 1 of 2."
     assert said[1].startswith("“Order order-a goes to Dana's office.”: Approved.")
     assert said[2] == (
-        "“Supplier material checks are required.”: not approved: "
-        "Only a pending_review version can be approved; this is rejected."
+        "“Supplier material checks are required.”: not approved: it changed after the "
+        "queue was loaded and is now “rejected”."
     )
     assert MemoryVersion.objects.get(item_id=order_a).status in {"checking", "active"}
 
