@@ -27,6 +27,9 @@ from memory.catalog import field_list, field_representation
 
 class FieldForm(forms.Form):
     name = forms.CharField(max_length=100, label="Field name")
+    # The entry the form was opened on (its link in the table); empty for a new field, so
+    # typing an existing name never replaces that entry unawares (issue 43, point 11).
+    editing = forms.CharField(required=False, max_length=100, widget=forms.HiddenInput)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     value_schema = forms.CharField(
         required=False,
@@ -126,6 +129,7 @@ def _initial(entry: dict[str, Any]) -> dict[str, Any]:
     system = entry["authoritative_system"] or {}
     return {
         "name": entry["name"],
+        "editing": entry["name"],
         "description": entry["description"],
         "value_schema": schema_json(entry["value_schema"]) if entry["value_schema"] else "",
         "kinds": entry["kinds"],
@@ -168,8 +172,18 @@ def field_save(request: HttpRequest, principal: Principal) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Nothing was saved: see the field marked below.")
         return _render(request, principal, form, status=422)
+    name = form.cleaned_data["name"]
+    if name != form.cleaned_data["editing"] and any(d.name == name for d in field_list(principal)):
+        form.add_error(
+            "name",
+            f"A field named “{name}” is in the catalog already. To change it, open it from "
+            "the table above (its name is a link): saving here would replace its whole "
+            "entry, its authoritative system too.",
+        )
+        messages.error(request, "Nothing was saved: see the field marked below.")
+        return _render(request, principal, form, status=409)
     try:
-        field_defined(principal, form.cleaned_data["name"], form.body())
+        field_defined(principal, name, form.body())
     except (DomainError, ValidationError) as exc:
         errors = getattr(exc, "errors", None) or getattr(exc, "detail", None)
         if isinstance(errors, Mapping):
@@ -178,5 +192,5 @@ def field_save(request: HttpRequest, principal: Principal) -> HttpResponse:
             form.add_error(None, in_sentences(str(getattr(exc, "detail", exc))))
         messages.error(request, "Nothing was saved: see the field marked below.")
         return _render(request, principal, form, status=getattr(exc, "status", 422))
-    messages.success(request, f"Field {form.cleaned_data['name']} saved.")
+    messages.success(request, f"Field {name} saved.")
     return redirect(reverse("dashboard:fields"))

@@ -103,7 +103,12 @@ def test_the_catalog_shows_each_schema_as_json_that_can_be_pasted_back(demo: Dem
     assert json.loads(html.unescape(in_form)) == SCHEMA
     saved = rita.post(
         "/fields/save/",
-        {"name": "delivery_address", "value_schema": html.unescape(shown), "kinds": []},
+        {
+            "name": "delivery_address",
+            "editing": "delivery_address",  # opened from its link in the table
+            "value_schema": html.unescape(shown),
+            "kinds": [],
+        },
     )
     assert saved.status_code == 302
     stored = FieldDefinition.objects.get(tenant=demo.tenant, name="delivery_address")
@@ -146,3 +151,24 @@ def test_a_schema_the_catalog_refuses_is_named_beside_the_schema(demo: Demo) -> 
     assert 'class="errorlist' in before_schema[before_schema.index('for="id_value_schema"') :]
     assert "strung" in before_schema[before_schema.index('class="errorlist') :]
     assert "&quot;strung&quot;" in form
+
+
+def test_typing_a_catalogued_name_in_a_new_entry_replaces_nothing(demo: Demo) -> None:
+    """rita types "delivery_address" in an empty form (not opened from the table): the
+    entry naming the Order service as its system of record stays whole."""
+    _orders_hold_addresses(demo)
+    before = FieldDefinition.objects.get(tenant=demo.tenant, name="delivery_address")
+
+    response = demo.client("rita").post(
+        "/fields/save/", {"name": "delivery_address", "value_schema": '{"type": "string"}'}
+    )
+
+    assert response.status_code == 409
+    page = html.unescape(response.content.decode())
+    assert "A field named “delivery_address” is in the catalog already." in page
+    after = FieldDefinition.objects.get(tenant=demo.tenant, name="delivery_address")
+    assert (after.value_schema, after.authority_name, after.updated_at) == (
+        before.value_schema,
+        before.authority_name,
+        before.updated_at,
+    )
