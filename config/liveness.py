@@ -4,15 +4,13 @@ The probes were ``celery inspect ping``, a round trip through Redis: during a Re
 every ping failed and Kubernetes restarted healthy workers, which then waited for Redis
 anyway (issue 47). Instead the worker's main process touches a heartbeat file from its
 event loop (a timer of the worker, so a stuck loop stops touching it), and the probe
-(``python -m config.liveness NODE``) passes while the file is fresh. A stale file while
+(``python -m config.worker_probe NODE``) passes while the file is fresh. A stale file while
 the broker does not answer is the worker waiting to reconnect, which a restart would not
 change: the probe passes then too, and fails only for a stale heartbeat while the broker
 answers."""
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -75,17 +73,3 @@ def check(node: str, stale_after: float) -> tuple[bool, str]:
     if not _broker_answers():
         return True, f"{node}: no heartbeat for {age:.0f} s, but the broker does not answer"
     return False, f"{node}: no heartbeat for {age:.0f} s while the broker answers"
-
-
-def main(argv: list[str]) -> int:
-    """``python -m config.liveness NODE [STALE_SECONDS]``: exit 0 alive, 1 stuck."""
-    node = argv[1]
-    stale_after = float(argv[2]) if len(argv) > 2 else 6 * HEARTBEAT_SECONDS
-    alive, why = check(node, stale_after)
-    print(why)  # the probe's message in the pod's events
-    return 0 if alive else 1
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    sys.exit(main(sys.argv))

@@ -54,7 +54,7 @@ class Worker:
 
     def probe(self, stale_after: float) -> tuple[int, str]:
         done = subprocess.run(  # noqa: S603 - the probe as the manifests run it
-            [sys.executable, "-m", "config.liveness", self.node, str(stale_after)],
+            [sys.executable, "-m", "config.worker_probe", self.node, str(stale_after)],
             cwd=ROOT,
             env=self.env,
             capture_output=True,
@@ -141,4 +141,4 @@ def test_the_worker_pods_probe_their_heartbeat_not_the_broker():
         for probe in ("startupProbe", "livenessProbe"):
             command = " ".join(container[probe]["exec"]["command"])
             assert "inspect ping" not in command
-            assert f"config.liveness {node}" in command
+            assert f"config.worker_probe {node}" in command
