@@ -155,6 +155,14 @@ def preview(version_id: int) -> None:
     checks_run(version=version, run=CheckResult.Run.PREVIEW)
 
 
+def preview_once(version_id: int) -> None:
+    """The preview of a version in review unless one already ran: the pending-review
+    email reports it, so it runs first instead of the email saying "not finished yet"
+    (issue 43, point 12). The run the outbox asks for as well rewrites the same rows."""
+    if not CheckResult.objects.filter(version_id=version_id, run=CheckResult.Run.PREVIEW).exists():
+        preview(version_id)
+
+
 def gate(version_id: int) -> str:
     """Run the gate checks of a version in ``checking`` and activate it or fail it."""
     version = MemoryVersion.objects.select_related("tenant").get(pk=version_id)
