@@ -18,7 +18,7 @@ from core.principals import Principal
 from dashboard.access import dashboard_memory, dashboard_view, error_page, page_context
 from dashboard.browse import entity_choices, openable_counts
 from dashboard.forms import LinkSubjectForm, add_errors, refusal_words
-from dashboard.linking import link_confirmation, link_effect, linked_message
+from dashboard.linking import MATCHED_ON, link_confirmation, link_effect, linked_message
 from memory.models import Entity, MemoryVersion, Status
 from memory.selectors import entity_list, entity_match
 
@@ -57,7 +57,8 @@ def held_items(principal: Principal) -> list[HeldItem]:
         if not oversight.may_review(version):
             continue
         mention = version.item.subject_mention
-        rows.append(HeldItem(version, entity_match(principal=principal, name=mention, kind=None)))
+        matches = entity_match(principal=principal, name=mention, kind=None)
+        rows.append(HeldItem(version, [(e, MATCHED_ON.get(how, how)) for e, how in matches]))
     return rows
 
 

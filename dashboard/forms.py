@@ -247,7 +247,9 @@ class BrowseForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Statement contains")
     subject = forms.CharField(required=False, max_length=40)
     kind = forms.ChoiceField(required=False, choices=[("", "any"), *MemoryKind.choices])
-    status = forms.ChoiceField(required=False, choices=[("", "any"), *Status.choices])
+    status = forms.ChoiceField(
+        required=False, choices=[("", "any"), *((s, STATUS_WORDS[s]) for s in Status.values)]
+    )
     scope = ContextField(required=False, max_length=500, help_text="e.g. project=P-9")
     owner = forms.CharField(required=False, max_length=150)
 

@@ -25,6 +25,7 @@ from approvals import services
 from approvals.explain import failure_for, ties_for
 from approvals.freshness import Stale, preview_refresh
 from approvals.models import Approval, CheckResult
+from approvals.wording import reason_words
 from audit.selectors import audit_events
 from core.authority import Authority, is_proposer, may_change_scenarios
 from core.errors import Conflict, DomainError, InvalidContent, NotFound
@@ -52,6 +53,7 @@ from dashboard.impact import (
 from dashboard.linking import candidate_cards, link_confirmation, link_effect, linked_message
 from dashboard.questions import ClarifyForm, chosen_from, open_questions
 from dashboard.queue import next_in_queue
+from dashboard.templatetags.memgov_words import status_word
 from memory import proposals
 from memory.catalog import advisory_for
 from memory.lifecycle import IN_USE_OR_OPEN
@@ -124,7 +126,7 @@ def status_line(principal: Principal, head: MemoryVersion) -> str:
     (``approvals.explain``), never the engine's detail; otherwise the stored reason."""
     if head.status == Status.CHECKS_FAILED:
         return failure_for(principal, head) or "Its checks failed: see the scenario checks."
-    return head.status_reason
+    return reason_words(head, principal)
 
 
 @dataclass(frozen=True)
@@ -522,7 +524,8 @@ def _correct(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> st
         if_match=str(data["head_version"]),
         data={k: data[k] for k in ("value", "statement", "scope")},
     )
-    return f"Correction proposed as version {version.number}; it is now {version.status}."
+    now = status_word(version.status)
+    return f"Correction proposed as version {version.number}; it is now {now}."
 
 
 def _scenario(principal: Principal, item: MemoryItem, data: dict[str, Any]) -> str:

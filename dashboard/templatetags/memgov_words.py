@@ -32,6 +32,19 @@ def status_word(status: str) -> str:
     return STATUS_WORDS.get(str(status), str(status).replace("_", " "))
 
 
+VERIFICATION_WORDS = {
+    "verified_record": "verified against a record",
+    "confirmed": "confirmed by a person",
+    "asserted": "asserted, not verified",
+}
+
+
+@register.filter
+def verification_word(verification: str) -> str:
+    """ "verified_record" → "verified against a record"."""
+    return VERIFICATION_WORDS.get(str(verification), str(verification).replace("_", " "))
+
+
 @register.filter
 def kind_word(kind: str) -> str:
     """ "task_fact" → "task fact" (the emails' word, ``approvals.emails.kind_name``)."""
@@ -63,6 +76,7 @@ def outcome_word(outcome: str) -> str:
     return OUTCOME_WORDS.get(str(outcome), str(outcome).replace("_", " "))
 
 
+UNSCOPED = re.compile(r"\bunscoped\b")
 CODED = re.compile(r"\b(" + "|".join(k for k in OUTCOME_WORDS if "_" in k) + r")\b")
 
 
@@ -70,4 +84,5 @@ CODED = re.compile(r"\b(" + "|".join(k for k in OUTCOME_WORDS if "_" in k) + r")
 def detail_words(text: str) -> str:
     """A check's recorded detail with the resolver's codes in words ("abstains: no fact
     applies"); the rest of the sentence is already words."""
-    return CODED.sub(lambda m: OUTCOME_WORDS[m.group(1)], str(text))
+    worded = CODED.sub(lambda m: OUTCOME_WORDS[m.group(1)], str(text))
+    return UNSCOPED.sub("tenant-wide", worded)  # one name for a scope that applies everywhere

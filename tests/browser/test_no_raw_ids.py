@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from approvals import services
+from memory.models import Source
 from tests.browser.conftest import Site
 
 pytestmark = pytest.mark.browser
@@ -72,6 +74,14 @@ CODES = (
     "no_applicable_fact",
     "tenant=*",
     "every context in the tenant",  # the scope's old second name: it is "tenant-wide"
+    "unscoped",  # and its third
+    "verified_record",
+    "name_token",
+    "alias_token",
+    "alias_prefix",
+    "Held Unresolved",
+    "Pending Review",
+    "src_",  # a source is named by its kind and reference
 )
 LINKS_SHOWING_IDS = """() => [...document.querySelectorAll('main a')]
   .filter(a => /\\b(mem|ent|src)_/.test(a.innerText) && !a.closest('td.id, code'))
@@ -87,9 +97,18 @@ def _situations(site: Site) -> list[str]:
     value = send_it_there(site)
     subject = _held(site, "Dana")
     dana = site.demo.item("order_a").subject_id
+    home = site.demo.item("dana_home").versions.get()
+    services.source_revoke(  # dana_home is retired: its page gives the reason in words
+        principal=site.demo.principal("rita"),
+        source=Source.objects.get(pk=home.source_ids[0]),
+        reason="she moved",
+    )
     return [
+        f"/memories/{home.item_id}/",
         f"/memories/{value.item_id}/",
         f"/memories/{subject.item_id}/",
+        "/entities/",
+        "/browse/?status=held_unresolved",
         f"/browse/?tt_subject={dana}&tt_context=task%3Dorder-a",
         f"/browse/?tt_subject={dana}&tt_context=task%3Dorder-b",
     ]
