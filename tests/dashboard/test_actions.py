@@ -254,7 +254,7 @@ def test_linking_an_unresolved_mention_sends_it_to_review(demo: Demo, commit: An
     unconfirmed = demo.client("rita").post(link, {"subject": dana})
     linked = _post(demo.client("rita"), link, {"subject": dana, "confirm": "on"}, commit)
 
-    assert "“D. Kim”" in entities and "matched on alias" in entities
+    assert "“D. Kim”" in entities and "matched on an alias" in entities
     assert "unresolved mention “D. Kim”" in held_page.content.decode()
     assert refused.status_code == 404
     assert wrong.status_code == 422
