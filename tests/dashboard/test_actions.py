@@ -122,7 +122,7 @@ def test_rejecting_what_is_no_longer_pending_is_a_409(demo: Demo, commit: Any) -
     response = client.post(f"/memories/{memory_id}/reject/", {"reason": "too late"})
 
     assert response.status_code == 409
-    assert "Only a pending_review version or one whose checks failed can be rejected; " in (
+    assert "Nothing was done: it changed after this page was loaded and is now “" in (
         response.content.decode()
     )
 
