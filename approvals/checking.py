@@ -148,6 +148,11 @@ def checks_run(*, version: MemoryVersion, run: str) -> tuple[str, list[CheckResu
     return policy_version, results
 
 
+# At most this many previews run before one email (a burst of proposals): the digest lists
+# the oldest first, and the rest run as the outbox asks.
+DIGEST_PREVIEWS = 200
+
+
 def preview(version_id: int) -> None:
     version = MemoryVersion.objects.select_related("tenant").get(pk=version_id)
     if version.subject_id is None or version.status not in (Status.PENDING_REVIEW, Status.CHECKING):
@@ -155,12 +160,22 @@ def preview(version_id: int) -> None:
     checks_run(version=version, run=CheckResult.Run.PREVIEW)
 
 
-def preview_once(version_id: int) -> None:
-    """The preview of a version in review unless one already ran: the pending-review
-    email reports it, so it runs first instead of the email saying "not finished yet"
-    (issue 43, point 12). The run the outbox asks for as well rewrites the same rows."""
-    if not CheckResult.objects.filter(version_id=version_id, run=CheckResult.Run.PREVIEW).exists():
-        preview(version_id)
+def previews_before_telling(version_id: int) -> None:
+    """The previews a pending-review email reports, run first where none ran yet: this
+    version's and those of the tenant's other versions in review the digest may list
+    (issue 43, point 12), so no email says "not finished yet". The runs the outbox asks
+    for as well rewrite the same rows."""
+    tenant_id = MemoryVersion.objects.filter(pk=version_id).values_list("tenant_id", flat=True)
+    unpreviewed = (
+        MemoryVersion.objects.filter(
+            tenant_id__in=tenant_id, status=Status.PENDING_REVIEW, subject_id__isnull=False
+        )
+        .exclude(checks__run=CheckResult.Run.PREVIEW)
+        .order_by("recorded_at")
+        .values_list("pk", flat=True)[:DIGEST_PREVIEWS]
+    )
+    for pk in list(unpreviewed):
+        preview(pk)
 
 
 def gate(version_id: int) -> str:

@@ -62,7 +62,7 @@ def revalidate_chunk(job_id: str, version_ids: list[int]) -> None:
 
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def notify_pending_review(version_id: int) -> int:
-    checking.preview_once(version_id)
+    checking.previews_before_telling(version_id)
     return notifications.notify_pending_review(version_id)
 
 

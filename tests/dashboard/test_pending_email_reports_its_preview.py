@@ -1,5 +1,6 @@
 """Issue 43, point 12: the pending-review email says what the preview found, even when
-the worker takes the email before the preview the outbox also asked for."""
+the worker takes the email before the previews the outbox also asked for — for each
+memory a digest lists, not only the one that sent it."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from django.core import mail
 from approvals import tasks
 from approvals.models import CheckResult
 from memory import proposals
+from memory.models import MemoryVersion
 from tests.dashboard.support import Demo
 
 
-def test_the_review_email_runs_a_missing_preview_first_and_reports_it(demo: Demo) -> None:
+def _propose(demo: Demo, field: str, value: str) -> MemoryVersion:
+    """A task fact for order-a whose outbox rows are not relayed: no preview yet."""
     order = demo.item("order_a").versions.get()
-    note = proposals.memory_propose(  # its outbox rows are not relayed: no preview yet
+    return proposals.memory_propose(
         principal=demo.agent(),
         data={
             "kind": "task_fact",
             "subject": order.subject_id,
-            "field": "delivery_note",
-            "value": "ring twice",
-            "statement": "Order order-a's note: ring twice.",
+            "field": field,
+            "value": value,
+            "statement": f"Order order-a's {field}: {value}.",
             "scope": order.scope,
             "owner": "sam",
             "expires_at": order.expires_at,
@@ -28,12 +31,20 @@ def test_the_review_email_runs_a_missing_preview_first_and_reports_it(demo: Demo
             "basis": order.basis,
         },
     )
-    assert not CheckResult.objects.filter(version=note).exists()
+
+
+def test_a_digest_runs_every_missing_preview_first_and_reports_each(demo: Demo) -> None:
+    note = _propose(demo, "delivery_note", "ring twice")
+    window = _propose(demo, "delivery_window", "8-11")
+    assert not CheckResult.objects.filter(version__in=[note, window]).exists()
     mail.outbox.clear()
 
-    tasks.notify_pending_review(note.pk)
+    tasks.notify_pending_review(window.pk)
 
     [rita] = [m for m in mail.outbox if m.to == ["rita@demo.memgov.local"]]
     body = " ".join(str(rita.body).split())
-    assert "Preview checks: all " in body and "not finished yet" not in body
-    assert CheckResult.objects.filter(version=note, run="preview").exists()
+    assert "ring twice" in body and "8-11" in body  # one digest names both
+    assert body.count("Preview checks: all ") == 2
+    assert "not finished yet" not in body
+    for version in (note, window):
+        assert CheckResult.objects.filter(version=version, run="preview").exists()
