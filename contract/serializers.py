@@ -20,6 +20,7 @@ from rest_framework.utils.serializer_helpers import BindingDict
 
 from core.kinds import MemoryKind
 from memory.models import Assertion, Scenario, Source
+from memory.rules import MAX_SCOPE_VALUE
 
 MAX_CONTENT_CHARS = 32 * 1024
 MAX_LABELS = 32  # labels on one key, source or memory: more is a mistake, not a policy
@@ -215,7 +216,11 @@ class ScenarioInput(StrictInput):
 class _ContentInput(StrictInput):
     value = serializers.JSONField()
     statement = serializers.CharField(max_length=4000)
-    scope = serializers.DictField(child=serializers.JSONField())
+    # Values as given (never trimmed), each at most the column that remembers it holds;
+    # memory.rules.check_scope says the same for callers that skip this shape.
+    scope = serializers.DictField(
+        child=serializers.CharField(max_length=MAX_SCOPE_VALUE, trim_whitespace=False)
+    )
     owner = serializers.CharField(max_length=150)
     expires_at = ZonedDateTimeField(allow_null=True)
     valid_from = ZonedDateTimeField(required=False, allow_null=True)

@@ -42,6 +42,12 @@ def entity_record(
 ) -> Entity:
     """Create and audit in the caller's transaction: a reviewer creating the subject of a
     held mention links it in the same one (approvals.services.memory_link_new_subject)."""
+    errors: dict[str, list[str]] = {}
+    for member, texts in (("name", [name]), ("aliases", list(aliases))):
+        if any(not fits(text) for text in texts):
+            errors[member] = [TOO_LONG]
+    if errors:
+        raise InvalidContent(errors)
     entity = Entity.objects.create(
         tenant=principal.tenant,
         kind=kind,
@@ -66,6 +72,23 @@ def entity_record(
         data={"kind": kind, "aliases": len(aliases)},
     )
     return entity
+
+
+# A name is kept as given and casefolded for matching, and casefolding may lengthen it
+# ("ß" is "ss"): a name of 200 characters could overflow its column, which PostgreSQL
+# refuses (a 500 before issue 44) and SQLite stores.
+MAX_NAME = Entity._meta.get_field("name").max_length or 200
+MAX_NORMALIZED = Entity._meta.get_field("name_normalized").max_length or 200
+TOO_LONG = (
+    f"must be at most {MAX_NAME} characters, and at most {MAX_NORMALIZED} once case-folded "
+    "('ß' counts as 'ss')"
+)
+
+
+def fits(name: str) -> bool:
+    """Whether a name and its casefolded form fit their columns."""
+    kept = name.strip()
+    return len(kept) <= MAX_NAME and len(kept.casefold()) <= MAX_NORMALIZED
 
 
 def require_live(entity_ids: Iterable[str], *, member: str) -> None:
@@ -103,6 +126,8 @@ def raise_erased(entity_id: str, *, member: str) -> NoReturn:
 
 def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Source | None) -> Alias:
     """One more name for a live entity; an erased one takes no new name (410)."""
+    if not fits(alias):
+        raise InvalidContent({"alias": [TOO_LONG]})
     normalized = alias.strip().casefold()
     with transaction.atomic(durable=True):
         locked = Entity.objects.select_for_update(no_key=True).get(pk=entity.pk)

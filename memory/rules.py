@@ -26,6 +26,9 @@ from memory.entities import raise_erased
 from memory.models import Entity, MemoryVersion, Source, Verification
 
 DIMENSION_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+# The longest scope value: each is remembered in a column of this size (core.ScopeValue),
+# which PostgreSQL enforces and SQLite does not, so the rule is checked here (issue 44).
+MAX_SCOPE_VALUE = 200
 TENANT_WIDE = authority.TENANT_WIDE
 # A preference follows its person, at most narrowed to one task (docs/design.md, Memory classes).
 PREFERENCE_DIMENSIONS = frozenset({"task"})
@@ -91,6 +94,8 @@ def check_scope(kind: str, scope: Any, errors: Errors) -> None:
             errors.add("scope", f"dimension {dim!r} must match ^[a-z][a-z0-9_]{{0,31}}$")
         if not isinstance(value, str) or not value.strip():
             errors.add("scope", f"value of {dim!r} must be a non-empty string")
+        elif len(value) > MAX_SCOPE_VALUE:
+            errors.add("scope", f"value of {dim!r} must be at most {MAX_SCOPE_VALUE} characters")
     if "tenant" in scope and dict(scope) != TENANT_WIDE:
         errors.add("scope", 'tenant-wide scope is exactly {"tenant": "*"}')
     if kind == MemoryKind.TASK_FACT and "task" not in scope:

@@ -97,6 +97,12 @@ REFUSED: list[tuple[str, Case, str]] = [
     ("empty_value", lambda e: task_fact_body(e.dana, e.order, scope={"task": ""}), "scope"),
     ("blank_value", lambda e: task_fact_body(e.dana, e.order, scope={"task": "   "}), "scope"),
     ("number_value", lambda e: task_fact_body(e.dana, e.order, scope={"task": 7}), "scope"),
+    # PostgreSQL refused a value over its column as a 500 (issue 44); SQLite stored it.
+    (
+        "value_of_201_characters",
+        lambda e: task_fact_body(e.dana, e.order, scope={"task": "order-a", "project": "P" * 201}),
+        "scope",
+    ),
     ("null_value", lambda e: task_fact_body(e.dana, e.order, scope={"task": None}), "scope"),
     ("object_value", lambda e: task_fact_body(e.dana, e.order, scope={"task": {"a": 1}}), "scope"),
     # task_fact needs a task; enterprise_rule needs a dimension; tenant-wide is exact
@@ -308,6 +314,7 @@ RULES = {
     "scope_values_are_non_empty_strings": [
         "empty_value", "blank_value", "number_value", "null_value", "object_value",
     ],
+    "scope_values_are_at_most_200_characters": ["value_of_201_characters"],
     "a_task_facts_scope_names_a_task": ["task_fact_without_task", "task_fact_with_empty_scope"],
     "a_rules_scope_is_non_empty_and_tenant_wide_is_exactly_star": [
         "rule_with_empty_scope", "tenant_wide_plus_a_dimension", "tenant_named_instead_of_star",

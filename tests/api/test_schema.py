@@ -394,3 +394,13 @@ def test_a_blank_text_the_schema_refuses_is_refused_by_the_api_naming_it(world):
     answer = agent.get("/api/v1/search", {"q": "   "})
 
     assert answer.status_code == 422 and list(answer.json()["errors"]) == ["q"]
+
+
+def test_scope_values_are_stated_as_non_blank_strings_of_at_most_200_characters(schema):
+    """A value over 200 characters was a 500 on PostgreSQL (issue 44): the schema now says
+    what the API takes, as it does for /context's context."""
+    components = schema["components"]["schemas"]
+
+    for shape in ("ProposalInput", "CorrectionInput"):
+        value = components[shape]["properties"]["scope"]["additionalProperties"]
+        assert (value["type"], value["maxLength"], value["pattern"]) == ("string", 200, "\\S")

@@ -190,6 +190,25 @@ def test_another_tenants_key_sees_404s(world, dana):
     problem(zed.call("propose_memory", {**_minimal(dana), "sources": proposed["sources"]}), 422)
 
 
+def test_values_longer_than_their_columns_are_422s_naming_the_member_never_500s(world, dana):
+    agent = InProcess(world.keys["agent"])
+    source = answer(agent.call("record_source", {"kind": "business_record", "content": "O."}))
+    long_scope = {
+        **_minimal(dana),
+        "owner": "rita",
+        "sources": [source["id"]],
+        "scope": {"task": "t" * 201},
+    }
+    given = AuditEvent.objects.count()
+    refused = problem(agent.call("propose_memory", long_scope), 422)
+    assert list(refused["errors"]) == ["scope.task"]
+    named = problem(agent.call("create_entity", {"kind": "person", "name": "ß" * 150}), 422)
+    assert list(named["errors"]) == ["name"]
+    alias = problem(agent.call("add_alias", {"entity_id": dana, "alias": "ß" * 101}), 422)
+    assert list(alias["errors"]) == ["alias"]
+    assert AuditEvent.objects.count() == given
+
+
 def _minimal(subject: str) -> dict[str, Any]:
     return {
         "kind": "task_fact",
