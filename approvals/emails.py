@@ -20,7 +20,7 @@ from django.utils import timezone
 from approvals import wording
 from core import authority
 from core.principals import principal_for_user
-from memory.models import MemoryVersion
+from memory.models import MemoryVersion, Status
 
 JUST_NOW = timedelta(minutes=1)
 UNITS = (
@@ -102,6 +102,13 @@ class Line:
         return f"versions {', '.join(map(str, first))} and {last}"
 
 
+def _value_words(version: MemoryVersion) -> str:
+    """The value as JSON; a value still asked about says so instead of "null"."""
+    if version.value is None and version.status == Status.HELD_UNRESOLVED:
+        return "not chosen yet: its question asks which value is meant"
+    return json.dumps(version.value, ensure_ascii=False)
+
+
 def line(version: MemoryVersion, user: User, now: datetime, numbers: Sequence[int] = ()) -> Line:
     principal = principal_for_user(user)
     visible = principal is not None and authority.version_visible(version, principal)
@@ -118,8 +125,8 @@ def line(version: MemoryVersion, user: User, now: datetime, numbers: Sequence[in
         field=version.field,
         visible=visible,
         statement=version.statement if visible else "",
-        value=json.dumps(version.value, ensure_ascii=False) if visible else "",
-        scope=scope or "none (applies everywhere its subject goes)",
+        value=_value_words(version) if visible else "",
+        scope=scope or "tenant-wide",
         proposed_by=version.proposed_by,
         proposed=when(version.recorded_at, zone, now),
         expires=when(version.expires_at, zone, now),

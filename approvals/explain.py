@@ -30,10 +30,16 @@ def _custom_must(scenario: Mapping[str, Any]) -> tuple[str, str]:
     return "must not apply", "but agents asking there would be told it"
 
 
-def why_failed(scenario: Mapping[str, Any]) -> str:
-    """One sentence: why this check failed, and what the reviewer or owner can do."""
+def why_failed(scenario: Mapping[str, Any], *, tied: bool = False) -> str:
+    """One sentence: why this check failed, and what the reviewer or owner can do.
+    ``tied``: the same run found a tie, which is then why its own scope gets no answer."""
     name = str(scenario.get("name", ""))
     kind = scenario.get("kind")
+    if tied and name == "applicable: its own scope":
+        return (
+            "Agents asking in its own scope would get no answer while it ties with the "
+            "other memory: what fixes the tie fixes this too, not a correction."
+        )
     if kind == "regression":
         return (
             "It ties with the other memory: two equally ranked memories with different "

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
+from approvals.emails import kind_name
 from contract.catalog import field_defined
 from core.authority import may_manage_fields, require_manage_fields
 from core.errors import DomainError
@@ -39,7 +40,7 @@ class FieldForm(forms.Form):
         "the schema shown in the table above can be pasted here. Empty takes any value.",
     )
     kinds = forms.MultipleChoiceField(
-        choices=MemoryKind.choices,
+        choices=[(kind, kind_name(kind)) for kind in MemoryKind.values],
         required=False,
         widget=forms.CheckboxSelectMultiple,
         help_text="None ticked: every kind.",

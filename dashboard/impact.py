@@ -13,7 +13,7 @@ from typing import Any
 
 from approvals.checking import impact_now_seen_by
 from approvals.checks import ContextImpact
-from approvals.explain import why_failed
+from approvals.explain import is_tie, why_failed
 from core.authority import labels_visible, version_visible
 from core.principals import Principal
 from memory.keys import agent_keys_by_labels
@@ -319,13 +319,18 @@ def check_views(
         str(r.scenario.get("regression_of")) for r in results if r.scenario.get("regression_of")
     ]
     found = mentioned(principal, version, texts)
+    tied = {(r.run, r.policy_version) for r in results if is_tie(r)}  # runs that found a tie
     views = []
     for r in results:
         other_id = r.scenario.get("regression_of")
         views.append(
             CheckView(
                 result=r,
-                why=why_failed(r.scenario) if r.outcome == "failed" else "",
+                why=(
+                    why_failed(r.scenario, tied=(r.run, r.policy_version) in tied)
+                    if r.outcome == "failed"
+                    else ""
+                ),
                 parts=_parts(r.detail, found),
                 other=found.get(str(other_id)) if other_id else None,
             )

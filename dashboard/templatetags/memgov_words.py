@@ -77,6 +77,7 @@ def outcome_word(outcome: str) -> str:
 
 
 UNSCOPED = re.compile(r"\bunscoped\b")
+KIND_CODED = re.compile(r"\b(task_fact|enterprise_rule|business_record)\b")
 CODED = re.compile(r"\b(" + "|".join(k for k in OUTCOME_WORDS if "_" in k) + r")\b")
 
 
@@ -85,4 +86,15 @@ def detail_words(text: str) -> str:
     """A check's recorded detail with the resolver's codes in words ("abstains: no fact
     applies"); the rest of the sentence is already words."""
     worded = CODED.sub(lambda m: OUTCOME_WORDS[m.group(1)], str(text))
+    worded = KIND_CODED.sub(lambda m: kind_name(m.group(1)), worded)
+    worded = worded.replace(" , ", ", ")  # "(this version , tenant-wide)": no id to show
     return UNSCOPED.sub("tenant-wide", worded)  # one name for a scope that applies everywhere
+
+
+@register.filter
+def action_word(action: str) -> str:
+    """An audit action in words: "memory.pending_review" → "memory: waiting for review"."""
+    target, _, what = str(action).partition(".")
+    if not what:
+        return target.replace("_", " ")
+    return f"{target.replace('_', ' ')}: {STATUS_WORDS.get(what, what.replace('_', ' '))}"

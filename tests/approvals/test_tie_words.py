@@ -7,6 +7,7 @@ from __future__ import annotations
 from approvals import tasks
 from approvals.explain import failure_for, why_failed
 from approvals.models import CheckResult
+from dashboard.impact import check_views
 from tests.approvals.support import Flow, head
 from tests.mailserver import Inbox, html, smtp, text
 
@@ -66,3 +67,17 @@ def test_the_owner_s_email_about_a_tie_names_replacing_or_retiring_the_older_one
     ) in body
     assert "propose a correction" not in body.lower()
     assert "Propose a correction" not in html(message)
+
+
+def test_the_own_scope_failure_of_a_tie_points_at_the_tie_not_at_a_correction(flow: Flow):
+    """A tie also fails "applicable: its own scope" (no answer there): the checks panel
+    says the tie is the cause, not that the owner should correct its scope."""
+    memory_id = _tie(flow)
+    version = head(memory_id)
+    gate = CheckResult.objects.filter(version=version, run="gate")
+
+    views = check_views(flow.world.principal("rita"), version, gate)
+
+    [own] = [v for v in views if v.result.scenario["name"] == "applicable: its own scope"]
+    assert own.why.startswith("Agents asking in its own scope would get no answer while it ties")
+    assert "correct its scope" not in own.why

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from approvals import services
+from approvals import checking, services
 from memory.models import Source
 from tests.browser.conftest import Site
 
@@ -103,7 +103,12 @@ def _situations(site: Site) -> list[str]:
         source=Source.objects.get(pk=home.source_ids[0]),
         reason="she moved",
     )
+    p9 = site.demo.item("p9_rule")  # in use: the tenant-wide rule's checks then name it
+    for reviewer in ("rita", "lena"):
+        services.version_approve(principal=site.demo.principal(reviewer), item=p9, comment="")
+    checking.gate(p9.versions.get().pk)
     return [
+        f"/memories/{site.demo.items['tenant_rule']}/",
         f"/memories/{home.item_id}/",
         f"/memories/{value.item_id}/",
         f"/memories/{subject.item_id}/",

@@ -209,6 +209,8 @@ def test_the_email_states_the_value_question_and_the_options_the_reader_may_see(
     assert "“12 Elm Street” (from “Dana normally wants deliveries at home.”)" in email.body
     assert f"/memories/{held.item_id}/#question" in email.body
     assert "Which delivery address does “there” mean?" in html
+    assert "not chosen yet: its question asks which value is meant" in email.body
+    assert "null" not in email.body
 
 
 def test_the_subject_question_email_keeps_its_words(demo: Demo, commit: Any) -> None:
