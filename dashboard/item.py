@@ -162,7 +162,8 @@ def abilities(
         decide=head.status == Status.PENDING_REVIEW and reviewer and not proposer and not decided,
         retire=authority.may_retire_all(v for v in versions if v.status in IN_USE_OR_OPEN),
         recheck=reviewer and head.status == Status.CHECKS_FAILED,
-        scenarios=(reviewer or head.owner_id == user.pk) and head.status in OPEN_STATUSES,
+        # The service's rule: the proposer or a reviewer, never the owner as such.
+        scenarios=head.status in OPEN_STATUSES and may_change_scenarios(authority.principal, head),
         revoke=retire,
         already_decided=decided,
         is_proposer=proposer,

@@ -99,3 +99,15 @@ def test_creating_an_entity_with_a_taken_name_asks_first_and_keeps_what_was_type
 
     assert created.status_code == 302
     assert Entity.objects.filter(tenant=demo.tenant, name="Dana Kim").count() == 2
+
+
+def test_the_owner_who_neither_proposed_nor_reviews_it_is_not_offered_a_scenario(
+    demo: Demo,
+) -> None:
+    """sam owns order-a; the agent proposed it and only reviewers may add a scenario
+    (``may_change_scenarios``): the form the service would refuse is not shown to him."""
+    page = demo.client("sam").get(f"/memories/{demo.items['order_a']}/").content.decode()
+    reviewer = demo.client("rita").get(f"/memories/{demo.items['order_a']}/").content.decode()
+
+    assert 'id="add-scenario"' not in page
+    assert 'id="add-scenario"' in reviewer
