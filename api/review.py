@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -21,7 +22,7 @@ from api.openapi import (
     ScenarioOut,
     SourceOut,
 )
-from approvals import services
+from approvals import services, wording
 from approvals.models import CheckResult, ScenarioRemoval
 from contract import answers
 from contract.serializers import LabelListField, ScenarioInput, StrictInput
@@ -195,11 +196,20 @@ def check_representation(result: CheckResult) -> dict[str, Any]:
 class ChecksView(MemgovAPIView):
     @extend_schema(responses={200: CheckOut(many=True)}, operation_id="memory_checks")
     def get(self, request: Request, memory_id: str) -> Response:
-        item = selectors.access_memory(self.principal(), memory_id)
-        results = CheckResult.objects.filter(version__item=item).select_related("version")
-        return Response(
-            [check_representation(r) for r in results.order_by("version__number", "ran_at", "pk")]
+        reader = self.principal()
+        item = selectors.access_memory(reader, memory_id)
+        results = list(
+            CheckResult.objects.filter(version__item=item)
+            .select_related("version")
+            .order_by("version__number", "ran_at", "pk")
         )
+        listed = [check_representation(r) for r in results]
+        if not results:
+            return Response(listed)
+        # The engine names other memories by id: none the reader may not see (issue 44).
+        texts = [json.dumps(r, ensure_ascii=False) for r in listed]
+        hidden = wording.hidden_memories(results[0].version, reader, texts)
+        return Response(wording.without_hidden(listed, hidden))
 
 
 class LinkSubjectView(MemgovAPIView):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -33,6 +33,9 @@ from memory.models import Clarification, MemoryVersion, Source, Status
 REVOKED = re.compile(r"^source (?P<source>src_\w+) revoked: (?P<reason>.*)$", re.DOTALL)
 PUBLISHED = re.compile(r"^policy (?P<policy>\S+) published: (?P<reason>.*)$", re.DOTALL)
 EXPIRED = "expires_at passed"
+# A memory's id as the check engine writes it, with the version it names if any.
+MEMORY_ID = re.compile(r"\bmem_[0-9a-z]+(?: v\d+)?")
+UNSEEN = "another memory you may not see"
 
 
 def kind_words(kind: str) -> str:
@@ -294,10 +297,104 @@ def _failures_said(
     ties = [r for r in failed if is_tie(r)]
     said = [_tie_said(version, reader, str(r.scenario.get("regression_of") or "")) for r in ties]
     rest = [r for r in failed if not is_tie(r)]
+    own = [r for r in rest if r.scenario.get("name") == "applicable: its own scope"]
+    if own and not ties and (duplicate := _duplicate_said(version, reader)):
+        said.append(duplicate)  # it says what the own-scope failure means and what to do
+        ties = own
     if ties:
         rest = [r for r in rest if r.scenario.get("name") != "applicable: its own scope"]
     said.extend(failure_clauses(rest, statements_for(reader, version)))
     return said
+
+
+def _duplicate_said(version: MemoryVersion, reader: Principal) -> str:
+    """A memory in use for the same subject, field and scope with the same value is why
+    agents asking in this one's scope are not told it: the proposer should correct that
+    memory, named as the reader may see it (docs/api.md, a proposal's reasons)."""
+    others = MemoryVersion.objects.filter(
+        tenant_id=version.tenant_id,
+        subject_id=version.subject_id,
+        field=version.field,
+        status=Status.ACTIVE,
+    ).exclude(item_id=version.item_id)
+    same = [o for o in others if o.scope == version.scope and o.value == version.value]
+    if not same:
+        return ""
+    other = min(same, key=lambda o: o.item_id)
+    head = MemoryVersion.objects.filter(item_id=other.item_id).order_by("-number").first()
+    if not (sees(reader, other) and head is not None and sees(reader, head)):
+        return (
+            f"{UNSEEN} already holds this value for this scope, so this one would never be "
+            "used: nothing to add; a reviewer rejects it"
+        )
+    return (
+        f"{other.item_id} already holds {_value_text(other.value)} for this scope: propose a "
+        f"correction of {other.item_id} (correct_memory) instead of a new memory"
+    )
+
+
+# --- what a reader is told of other memories by id (issue 44: no hidden memory's id) ---
+
+
+def hidden_memories(
+    version: MemoryVersion, reader: Principal | None, texts: Iterable[str]
+) -> set[str]:
+    """The memories ``texts`` name by id, other than the version's own, that ``reader``
+    may not see: one whose head or version in use is hidden from them (as
+    ``_tie_said``), or that no longer exists."""
+    named = {m.split()[0] for text in texts for m in MEMORY_ID.findall(text)}
+    named.discard(version.item_id)
+    if not named:
+        return set()
+    seen: dict[str, bool] = {}
+    heads: set[str] = set()
+    lineage = MemoryVersion.objects.filter(tenant_id=version.tenant_id, item_id__in=named).order_by(
+        "item_id", "-number"
+    )
+    for other in lineage:
+        first = other.item_id not in heads
+        heads.add(other.item_id)
+        if first or other.status == Status.ACTIVE:
+            seen[other.item_id] = seen.get(other.item_id, True) and sees(reader, other)
+    return {item_id for item_id in named if not seen.get(item_id, False)}
+
+
+def unnamed(text: str, hidden: set[str]) -> str:
+    """``text`` with each hidden memory (and the version it names) said as "another memory
+    you may not see"."""
+    return MEMORY_ID.sub(lambda m: UNSEEN if m.group(0).split()[0] in hidden else m.group(0), text)
+
+
+def without_hidden(value: Any, hidden: set[str]) -> Any:
+    """A check result's representation with no hidden memory in it: a member that is just
+    its id (``regression_of``) becomes null, a text names it "another memory you may not
+    see"."""
+    if not hidden:
+        return value
+    if isinstance(value, str):
+        return None if value in hidden else unnamed(value, hidden)
+    if isinstance(value, list):
+        return [without_hidden(v, hidden) for v in value]
+    if isinstance(value, dict):
+        return {k: without_hidden(v, hidden) for k, v in value.items()}
+    return value
+
+
+def status_reason_for(version: MemoryVersion, reader: Principal) -> str:
+    """The stored reason as ``reader`` may read it: unchanged when it names no memory they
+    may not see; else failed checks in words (the tie "with another memory you may not
+    see"), and any other reason with that memory unnamed."""
+    reason = version.status_reason
+    if "mem_" not in reason:
+        return reason  # no query for the usual reasons
+    hidden = hidden_memories(version, reader, [reason])
+    if not hidden:
+        return reason
+    if version.status == Status.CHECKS_FAILED:
+        said = _failures_said(version, reader, latest_deciding(version.checks.all()))
+        if said:
+            return "its checks failed: " + "; ".join(said)
+    return unnamed(reason, hidden)
 
 
 def _tie_said(version: MemoryVersion, reader: Principal, item_id: str) -> str:

@@ -3,6 +3,7 @@ REST API, the MCP tools, the dashboard and the export write them the same way.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from core.principals import Principal
@@ -70,6 +71,25 @@ def checks_summary(version: MemoryVersion) -> dict[str, Any]:
     }
 
 
+ReasonFor = Callable[[MemoryVersion, Principal], str]
+
+
+def _stored_reason(version: MemoryVersion, reader: Principal) -> str:
+    return version.status_reason
+
+
+# How the stored reason of a version's last status change reads to one reader. The check
+# engine's reason names other memories by id ("regression: mem_… v1 still resolves"): the
+# approvals layer, which words its checks, registers the reader's version at start
+# (approvals/apps.py), since this layer cannot import it (issue 44).
+_reason_for: list[ReasonFor] = [_stored_reason]
+
+
+def reason_for_reader(wording: ReasonFor) -> None:
+    """Register how a status reason is said to one reader (called once, at start)."""
+    _reason_for[0] = wording
+
+
 def memory_representation(version: MemoryVersion, reader: Principal) -> dict[str, Any]:
     """A version as ``reader`` may see it (the version itself was already found visible;
     what it copies from other memories, such as value options, is filtered here)."""
@@ -93,7 +113,7 @@ def memory_representation(version: MemoryVersion, reader: Principal) -> dict[str
         "assertion": version.assertion,
         "verification": version.verification,
         "status": version.status,
-        "status_reason": version.status_reason or None,
+        "status_reason": _reason_for[0](version, reader) or None,
         "sources": version.source_ids,
         "basis": version.basis,
         "visibility": version.visibility,

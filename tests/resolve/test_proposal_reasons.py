@@ -184,3 +184,89 @@ def test_the_list_reads_the_open_questions_of_a_page_at_once(world, dana, addres
         agent.post("/api/v1/memories", send_it_there(world, dana), "json")
 
     assert queries_for_held() - one == 3
+
+
+def _finance_key(world: World) -> Principal:
+    world.keys["finance"] = tenancy.api_key_create(
+        tenant=world.tenant, agent_name="ledger", labels=["finance", "staff"]
+    )[1]
+    return Principal(tenant=world.tenant, name="agent:ledger", labels=frozenset({"finance"}))
+
+
+def test_a_tie_with_a_hidden_memory_leaves_its_id_out_of_the_status_reason_and_checks(
+    world, story: Story, dana
+):
+    """Issue 44 walk: GET /memories/{id} said "regression: mem_… v1 still resolves: …" and
+    /checks listed the hidden memory's id to a key without its label."""
+    finance = _finance_key(world)
+    hidden = story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_window",
+        value="nights",
+        statement="Dana wants deliveries at night.",
+        scope={},
+        expires_at=None,
+        owner="nora",
+        visibility=["finance"],
+        by=finance,
+    )
+    evenings = window(story, dana, "evenings")
+    assert evenings.status == "checks_failed"
+    assert hidden.item_id in evenings.status_reason  # the engine's record keeps it
+
+    path = f"/api/v1/memories/{evenings.item_id}"
+    told = world.client("agent").get(path).json()
+    over_mcp = answer(
+        InProcess(world.keys["agent"]).call("get_memory", {"memory_id": evenings.item_id})
+    )
+    checks = world.client("agent").get(f"{path}/checks").json()
+
+    assert told["status_reason"] == (
+        "its checks failed: it ties with another memory you may not see, so agents would "
+        "get no answer there: a reviewer decides which one holds"
+    )
+    assert over_mcp["status_reason"] == told["status_reason"]
+    assert hidden.item_id not in str(checks) and "nights" not in str(checks)
+    [tie] = [c for c in checks if c["scenario"]["kind"] == "regression"]
+    assert tie["scenario"]["name"] == "regression: another memory you may not see still resolves"
+    assert tie["scenario"]["regression_of"] is None
+    # A reader who may see it keeps what the engine recorded.
+    seeing = world.client("finance")
+    assert seeing.get(path).json()["status_reason"] == evenings.status_reason
+    assert hidden.item_id in str(seeing.get(f"{path}/checks").json())
+
+
+def test_a_duplicate_of_a_memory_in_use_names_it_and_says_to_correct_that_one(
+    world, story: Story, dana
+):
+    """Same subject, field, scope and value as an active memory: the reason named the
+    own-scope check and said to correct the duplicate itself (issue 44 walk)."""
+    mornings = story.activate(
+        kind="preference",
+        subject=dana,
+        field="delivery_window",
+        value="mornings",
+        statement="Dana wants deliveries mornings.",
+        scope={},
+        expires_at=None,
+        owner="nora",
+    )
+
+    again = window(story, dana, "mornings")
+
+    assert again.status == "checks_failed"
+    said = reasons(world, "agent", again.item_id)
+    assert said[0] == (
+        f"its checks failed: {mornings.item_id} already holds “mornings” for this scope: "
+        f"propose a correction of {mornings.item_id} (correct_memory) instead of a new memory"
+    )
+    assert not any("would not be told it" in reason for reason in said)
+    # Behind a label the agent lacks, the memory is not named.
+    MemoryVersion.objects.filter(pk=mornings.pk).update(required_visibility=[["finance"]])
+    hidden = reasons(world, "agent", again.item_id)
+    assert hidden[0] == (
+        "its checks failed: another memory you may not see already holds this value for "
+        "this scope, so this one would never be used: nothing to add; a reviewer rejects it"
+    )
+    assert mornings.item_id not in str(hidden)
