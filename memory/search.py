@@ -121,7 +121,7 @@ def _search(principal: Principal, query: SearchQuery) -> Found:
     tenant, labels = principal.tenant.pk, principal.labels
     terms = search_terms.parse(query.q)
     every = frozenset(range(len(terms.groups)))
-    entities = backend.entities(tenant, query.q)
+    entities = _as_named(tenant, backend.entities(tenant, query.q), terms)
     mentions = _mentions(backend.mentioned(tenant, terms), terms)
     for entity in entities:
         # A near spelling of the query as a whole covers only the words near the name's.
@@ -145,6 +145,46 @@ def _search(principal: Principal, query: SearchQuery) -> Found:
     return Found(partial, MATCH_SOME if partial else MATCH_ALL)
 
 
+def _as_named(tenant: int, entities: list[Candidate], terms: search_terms.Terms) -> list[Candidate]:
+    """The entities found, the same on both backends (issue 44): none whose name, alias
+    or external ref holds an excluded term (PostgreSQL's near spellings and SQLite's
+    aliases each let one through), each named as matched by the members that hold a term
+    of the query (PostgreSQL's text search reads name and ref as one text, SQLite names
+    one column): a near spelling alone keeps the backend's reason."""
+    if not entities:
+        return entities
+    aliases: dict[str, list[str]] = {}
+    for entity_id, alias in Alias.objects.filter(
+        tenant_id=tenant, entity_id__in=[e.id for e in entities]
+    ).values_list("entity_id", "alias"):
+        aliases.setdefault(entity_id, []).append(alias)
+
+    def words(*texts: str) -> set[str]:
+        return set(search_terms.WORDS.findall(search_terms.fold(_identified(" ".join(texts)))))
+
+    positive = [t for group in terms.groups for t in group]
+    kept = []
+    for entity in entities:
+        name, ref = str(entity.body["name"]), str(entity.body["external_ref"] or "")
+        every = words(name, ref, *aliases.get(entity.id, ()))
+        if any(search_terms.holds(every, t) for t in terms.excluded):
+            continue
+        members = (
+            ("name", [name]),
+            ("external_ref", [ref] if ref else []),
+            ("alias", aliases.get(entity.id, [])),
+        )
+        holding = {
+            member
+            for member, texts in members
+            if any(search_terms.holds(words(text), t) for text in texts for t in positive)
+        }
+        if holding:  # else only a near spelling found it: the backend's reason stands
+            entity.matched = holding
+        kept.append(entity)
+    return kept
+
+
 def _mentions(
     found: list[tuple[Candidate, set[str]]], terms: search_terms.Terms
 ) -> dict[str, Mention]:
@@ -160,8 +200,8 @@ def _mentions(
                 for t in group
             )
         )
-        if not covers:
-            continue
+        if not covers or any(search_terms.holds(tokens, t) for t in terms.excluded):
+            continue  # an entity the query excludes is not followed to its facts either
         name = set(search_terms.fold(str(candidate.body["name"])).split())
         said = {w for i in covers for t in terms.groups[i] for w in t.words}
         share = len(name & said) / max(len(name), 1)
@@ -551,7 +591,7 @@ class _Postgres(_Backend):
     """Each way of matching is its own LIMITed branch, so each reads its own index."""
 
     def entities(self, tenant: int, q: str) -> list[Candidate]:
-        norm = " ".join(search_terms.fold(q).split())
+        norm = search_terms.positive_text(q)
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         text = _rows(
             f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
@@ -813,7 +853,7 @@ class _Sqlite(_Backend):
 
     def entities(self, tenant: int, q: str) -> list[Candidate]:
         match = fts5_query(q)
-        norm = " ".join(search_terms.fold(q).split())
+        norm = search_terms.positive_text(q)
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         found: list[tuple[tuple[Any, ...], float, str]] = []
         if match:

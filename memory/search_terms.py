@@ -144,6 +144,24 @@ def parse(q: str) -> Terms:
     return Terms(tuple(tuple(g) for g in groups), tuple(excluded))
 
 
+def positive_text(q: str) -> str:
+    """``q`` folded, without what it excludes or a lone dash: the text a name is compared
+    with ("Dana -Kim" is "dana", "- Dana" is "dana"), the same on both backends."""
+    kept = []
+    for match in _TERM.finditer(q):
+        negate, phrase, bare = match.groups()
+        if negate or (bare is not None and bare.startswith("-")):
+            continue
+        kept.append(phrase if phrase is not None else bare)
+    return " ".join(fold(" ".join(kept)).split())
+
+
+def holds(words: set[str], term: Term) -> bool:
+    """Whether a text of ``words`` (folded, identifiers whole and by their parts) holds
+    every word of ``term``, or the identifier it is."""
+    return set(term.words) <= words or (term.joined is not None and term.joined in words)
+
+
 def _prefixed(term: Term, prefix: bool) -> bool:
     return prefix and len(term.words) == 1 and len(term.words[0]) >= PREFIX_MIN
 

@@ -40,6 +40,41 @@ def test_a_detached_dash_finds_what_the_word_finds(
     assert found(world, "the Dana") == dana
 
 
+def test_an_excluded_word_in_an_alias_excludes_the_entity_on_both_backends(world: World):
+    """Issue 44 walk: on PostgreSQL "Dana -Kim" listed Dana Kim (her alias "D. Kim" has the
+    word; a near spelling of her name let her through); SQLite let through an entity whose
+    alias lacks the word though its name has it."""
+    agent = world.client("agent")
+    dana_kim = create_entity(agent, "Dana Kim", aliases=["D. Kim"])
+    kim_lee = create_entity(agent, "Kim Lee", aliases=["Dana"])
+    dana_stone = create_entity(agent, "Dana Stone", aliases=["Danny"])
+
+    listed = found(world, "Dana -Kim")
+
+    assert ("entity", dana_stone) in listed
+    assert ("entity", dana_kim) not in listed
+    assert ("entity", kim_lee) not in listed
+
+
+def test_an_entity_found_by_its_name_says_name_only_on_both_backends(world: World):
+    """Issue 44 walk: on PostgreSQL "- Dana" said Dana Kim matched on ["external_ref",
+    "name"], though she has no external ref."""
+    agent = world.client("agent")
+    dana = create_entity(agent, "Dana Kim")
+    order = create_entity(agent, "Dana's order", kind="order", external_ref="DANA-77")
+
+    for q in ("- Dana", "Dana", "Kim Dana"):
+        matched = {r["id"]: r["matched"] for r in results(get(world, "agent", "/search", q=q))}
+        assert matched[dana] == ["name"], q
+    assert matched_of(world, "DANA-77", order) == ["external_ref"]
+    assert matched_of(world, "Dana", order) == ["external_ref", "name"]
+
+
+def matched_of(world: World, q: str, entity: str) -> list[str]:
+    listed = results(get(world, "agent", "/search", q=q))
+    return next(list(r["matched"]) for r in listed if r["id"] == entity)
+
+
 def test_a_query_with_nothing_to_find_is_a_422_naming_q_on_both_backends(
     world: World, django_capture_on_commit_callbacks: Any
 ):
