@@ -191,7 +191,7 @@ def test_a_failed_check_reads_as_one_sentence_and_its_owner_proposes_a_correctio
     correct.get_by_role("button", name="Propose version 2").click()
 
     expect(owner.get_by_role("status").first).to_have_text(
-        "Correction proposed as version 2; it is now pending_review."
+        "Correction proposed as version 2; it is now waiting for review."
     )
     expect(owner.locator(".page-head h1")).to_have_text(
         "Order order-a goes to Dana's office, 4 Dock Road."
@@ -271,13 +271,16 @@ def test_the_item_page_speaks_plainly_and_the_queue_shows_held_mentions_first(
     expect(held_section).to_contain_text("Dana prefers to be contacted by email.")
     expect(held_section).to_contain_text("held since just now")
     expect(held_section).not_to_contain_text("0 minutes")
+    # One line above the rows says a question waits and links to the list below them,
+    # so questions never push the rows below the fold (issue 43, point 7).
+    expect(page.locator("#held-notice")).to_contain_text("An open question waits for an answer")
     above = page.evaluate(
-        """() => { const h = document.querySelector('.needs-subject-list');
+        """() => { const n = document.querySelector('#held-notice');
                    const t = document.querySelector('table.queue');
                    const after = Node.DOCUMENT_POSITION_FOLLOWING;
-                   return !t || (h.compareDocumentPosition(t) & after) > 0; }"""
+                   return !t || (n.compareDocumentPosition(t) & after) > 0; }"""
     )
-    assert above, "Needs a subject must come before the queue's table"
+    assert above, "the open questions' notice must come before the queue's table"
     assert held.item_id in page.content()  # linked by id, shown by statement
     screenshot(page, "queue_held_first_1400")
     page.set_viewport_size({"width": 1280, "height": 900})
