@@ -110,11 +110,13 @@ def dry_run(request: HttpRequest, principal: Principal) -> HttpResponse:
     form = PolicyForm(request.POST)
     form.fields["reason"].required = False  # nothing is published, so nothing is audited
     if not form.is_valid():
+        messages.error(request, "Nothing was tried: see the field marked below.")
         return _render(request, principal, status=422, policy_form=form)
     try:
         result = policy_dry_run(principal=principal, precedence=form.precedence())
     except DomainError as exc:
-        form.add_error(None, exc.detail)
+        messages.error(request, "Nothing was tried: see the form below.")
+        form.add_error(None, refusal_words(exc))
         return _render(request, principal, status=exc.status, policy_form=form)
     return _render(request, principal, policy_form=form, dry_run=result)
 

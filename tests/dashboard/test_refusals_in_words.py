@@ -111,3 +111,18 @@ def test_the_owner_who_neither_proposed_nor_reviews_it_is_not_offered_a_scenario
 
     assert 'id="add-scenario"' not in page
     assert 'id="add-scenario"' in reviewer
+
+
+def test_a_dry_run_with_a_typo_says_so_at_the_top_and_beside_the_field(demo: Demo) -> None:
+    typo = {
+        "order": "specificity, kindd, verification, valid_from",
+        "kind_rank": "task_fact, enterprise_rule, preference",
+        "verification_rank": "verified_record, confirmed, asserted",
+    }
+
+    response = demo.client("rita").post("/policy/dry-run/", typo)
+
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert "Nothing was tried: see the field marked below." in body
+    assert "kindd" in body  # named beside the field, what was typed kept
