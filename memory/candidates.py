@@ -295,10 +295,15 @@ class _Row(NamedTuple):
 
 
 def candidate_rows(request: CandidateRequest) -> list[Any]:
-    """The candidate rows: one raw statement on PostgreSQL, the ORM's queryset elsewhere
-    (SQLite has no ``<@``; the resolver's own scope test does that filter there)."""
+    """The candidate rows: one raw statement on PostgreSQL, the ORM's queryset elsewhere.
+    SQLite has no ``<@``: the same scope filter is applied to its rows here, since a field
+    whose only versions are out of scope must be absent on both backends, not an
+    abstention on one (issue 44: an [ask] on SQLite, "nothing applies" on PostgreSQL)."""
     if not on_postgresql():
-        return list(candidate_queryset(request))
+        rows = list(candidate_queryset(request))
+        if not request.prefilter:
+            return rows
+        return [row for row in rows if _contained(row.scope, request.context)]
     sql, params = candidate_sql(request)
     with bound_on_server(), connection.cursor() as cursor:  # prepared once run often
         cursor.execute(sql, params)

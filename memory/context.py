@@ -480,8 +480,16 @@ def _cut_note(cut: list[_Item], budget: int) -> str:
     counts: dict[str, int] = {}
     for item in cut:
         counts[item.section] = counts.get(item.section, 0) + 1
-    listed = ", ".join(f"{n} {section}" for section, n in counts.items())
+    listed = ", ".join(f"{n} {_counted(section, n)}" for section, n in counts.items())
     return f"[cut to fit {budget} tokens: {listed} left out; see cut]"
+
+
+# How one left-out item of a section is counted: "1 fact left out", "3 facts left out".
+_ONE = {"facts": "fact", "plans": "plan"}
+
+
+def _counted(section: str, n: int) -> str:
+    return _ONE.get(section, section) if n == 1 else section
 
 
 def _fit(

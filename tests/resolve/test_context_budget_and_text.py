@@ -232,3 +232,46 @@ def test_the_block_is_the_same_over_mcp(world, dana, notes):
 
     assert answer(over_mcp)["text"] == rest["text"]
     assert answer(over_mcp)["tokens"] == rest["tokens"]
+
+
+def test_one_fact_cut_is_counted_as_one_fact():
+    big = _Item("facts", (2,), {"memory_id": "mem_big"}, "- [fact] " + "word " * 300)
+    small = [_Item("plans", (4, n), {"memory_id": f"mem_{n}"}, f"- [plan] x{n}") for n in range(3)]
+
+    _, cut, text = _fit([big, *small], 100, "Memgov context (answer).", "cl100k_base")
+
+    assert cut == [big]
+    assert text.splitlines()[-1] == "[cut to fit 100 tokens: 1 fact left out; see cut]"
+
+
+def test_a_fact_for_another_task_only_is_nothing_here_on_both_backends(world, story, dana):
+    """Issue 44 walk: with the same data SQLite asked "What is Jürgen Müller's
+    delivery_address here?" where PostgreSQL said nothing applies; SQLite read his fact for
+    another task as a field asked about. A field no one named and nothing in this context
+    holds is not a question (docs/api.md: a field named in ``fields`` is)."""
+    jurgen = story.entity("Jürgen Müller", "customer")
+    story.activate(
+        kind="task_fact",
+        subject=jurgen,
+        field="delivery_address",
+        value="Hauptstraße 5, Berlin",
+        statement="Jürgen's parcels go to Hauptstraße 5.",
+        scope={"task": "t-jur"},
+        expires_at=later(5),
+    )
+    agent = world.client("agent")
+
+    body = context(agent, subjects=[dana, jurgen], context={"task": "ORD-1001"})
+    resolved = agent.post(
+        "/api/v1/resolve", {"subject": jurgen, "context": {"task": "ORD-1001"}}, format="json"
+    ).json()
+    named = agent.post(
+        "/api/v1/resolve",
+        {"subject": jurgen, "context": {"task": "ORD-1001"}, "fields": ["delivery_address"]},
+        format="json",
+    ).json()
+
+    assert "- [none] Jürgen Müller: nothing applies in this context." in body["text"]
+    assert body["ask"] == []
+    assert (resolved["facts"], resolved["abstentions"]) == ([], [])
+    assert [a["reason"] for a in named["abstentions"]] == ["no_applicable_fact"]
