@@ -22,7 +22,7 @@ from memory.models import Status
 from memory.representations import entity_representation, memory_representation
 
 DEFAULT_LIMIT = 20  # an agent reads candidates into its context: a short page
-MAX_LIMIT = 100
+MAX_LIMIT = 200  # as every list of the API (docs/api.md, Conventions)
 
 
 class _QueryInput(StrictInput):

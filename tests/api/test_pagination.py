@@ -245,3 +245,15 @@ def test_list_filters_select_the_matching_heads(world, shelf, filters: str):
 @pytest.mark.parametrize(("param", "value"), [("kind", "rumour"), ("status", "maybe")])
 def test_an_unknown_kind_or_status_filter_is_a_422(world, param: str, value: str):
     assert_problem(world.client("agent").get("/api/v1/memories", {param: value}), 422, param)
+
+
+@pytest.mark.parametrize("path", ["/entities/{}/facts", "/proposals", "/search?q=Dana"])
+def test_every_list_takes_a_limit_up_to_200_as_the_conventions_say(world, path: str):
+    """Issue 44 walk: /entities/{id}/facts?limit=200 was a 422 (max 100) while docs/api.md
+    says every list takes up to 200."""
+    agent = world.client("agent")
+    url = "/api/v1" + path.format(create_entity(agent, "Dana Kim"))
+    joiner = "&" if "?" in url else "?"
+
+    assert agent.get(f"{url}{joiner}limit=200").status_code == 200
+    assert_problem(agent.get(f"{url}{joiner}limit=201"), 422, "limit")
