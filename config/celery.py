@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 from celery import Celery, signals
+from celery.exceptions import CPendingDeprecationWarning
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
@@ -31,6 +33,16 @@ app.conf.update(
     # A worker whose broker is gone waits for it however long it takes (Celery gives up
     # after 100 tries by default, about 50 minutes, and exits): a restart would not help.
     broker_connection_max_retries=None,
+    # A task running when the broker goes away finishes (its ack is lost, so the broker
+    # hands it out again after the visibility timeout, and its claim makes that a no-op),
+    # rather than being killed mid-way, e.g. while posting a webhook. Set, so each
+    # reconnection does not log Celery's multi-line notice about the default changing.
+    worker_cancel_long_running_tasks_on_connection_loss=False,
+)
+warnings.filterwarnings(
+    "ignore",
+    message=r"\s*In Celery 5\.1 we introduced an optional breaking change",
+    category=CPendingDeprecationWarning,
 )
 app.autodiscover_tasks()
 # The heartbeat file the worker pods' probes read instead of a ping through the broker.

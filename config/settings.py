@@ -216,6 +216,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# No remote control (``celery inspect`` / ``control``) unless asked for, and the workers
+# run --without-gossip --without-mingle (deploy/): their Redis subscriptions were what
+# crashed a worker holding a message when Redis went away. Losing a subscription first
+# leaves kombu's channel half closed, and its second close finds no transport (kombu
+# 5.7.0; celery/kombu#582, #970). Without them a lost connection is the BRPOP's, which
+# closes cleanly. Nothing here needs them: the probes read a heartbeat file.
+CELERY_WORKER_ENABLE_REMOTE_CONTROL = env_bool("MEMGOV_WORKER_REMOTE_CONTROL", False)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # The time zone of the daily tasks' times of day below (an IANA name, e.g. Europe/Berlin).

@@ -69,21 +69,22 @@ class Relay:
         self._stopped = threading.Event()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._refusing = False
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
 
     def url(self, database_url: str) -> str:
         parts = urlsplit(database_url)
         auth = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
         return parts._replace(netloc=f"{auth}127.0.0.1:{self.port}").geturl()
 
-    def _accept(self) -> None:
-        while not self._stopped.is_set():
+    def _accept(self, listener: socket.socket) -> None:
+        while not self._stopped.is_set() and listener.fileno() != -1:
             if self._cut.is_set():
                 time.sleep(0.05)  # leave new connections in the backlog, unanswered
                 continue
-            self.listener.settimeout(0.1)
             try:
-                client, _ = self.listener.accept()
+                listener.settimeout(0.1)
+                client, _ = listener.accept()
             except (TimeoutError, OSError):
                 continue
             try:
@@ -110,16 +111,26 @@ class Relay:
             with contextlib.suppress(OSError):
                 sock.close()
 
-    def cut(self) -> None:
+    def cut(self, *, refuse: bool = False) -> None:
+        """Newest connections first: a Celery worker's subscriptions are newer than its
+        BRPOP's, and losing them first is what crashed a worker (issue 47). ``refuse``:
+        new connections are refused, as by a stopped Redis, not left unanswered."""
         self._cut.set()
         with self._lock:
             pairs, self._pairs = self._pairs, []
-        for pair in pairs:
+        for pair in reversed(pairs):
             for sock in pair:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
+        if refuse and not self._refusing:
+            self._refusing = True
+            self.listener.close()
 
     def mend(self) -> None:
+        if self._refusing:
+            self._refusing = False
+            self.listener = socket.create_server(("127.0.0.1", self.port), backlog=256)
+            threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         self._cut.clear()
 
     def close(self) -> None:

@@ -35,6 +35,8 @@ class Worker:
         self.node = f"probe-{uuid.uuid4().hex[:8]}@{os.uname().nodename}"
         self.env = {**worker_environment(), "CELERY_BROKER_URL": broker}
         self.env["MEMGOV_VAR_DIR"] = str(var_dir)
+        self.env["MEMGOV_WORKER_REMOTE_CONTROL"] = "true"  # for the old probe, ping
+
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.log = var_dir / "worker.log"
         command = [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "celery"]
