@@ -339,6 +339,14 @@ def behind_labels(w: World) -> None:
     # The finance key may see what it was offered: the hidden value, copied (point 1).
     assert limit["ref"] in json.dumps(held["needs_clarification"]), held
     w.ids["point1_held"] = held["id"]
+    # A proposal by the key without labels that ties with the hidden credit limit: its
+    # status reason and checks named the hidden memory's id (issue 44 walk, point 2).
+    tie = {"kind": "preference", "subject": northwind, "field": "credit_limit", "scope": {}}
+    tie |= {"value": {"amount": 1}, "statement": "Northwind's limit is small."}
+    tie |= {"owner": "boss", "expires_at": None, "sources": [w.ids["public_source"]]}
+    tied = w.call("scribe", "POST", "/memories", tie, 201)["id"]
+    assert w.call("scribe", "GET", f"/memories/{tied}")["status"] == "checks_failed"
+    w.id(tied, "public", "tie-with-hidden-memory-id")
 
     for who, purpose, field_name in (
         ("reader", "hr-agent", "salary"),
