@@ -341,7 +341,8 @@ def behind_labels(w: World) -> None:
     w.ids["point1_held"] = held["id"]
     # A proposal by the key without labels that ties with the hidden credit limit: its
     # status reason and checks named the hidden memory's id (issue 44 walk, point 2).
-    tie = {"kind": "preference", "subject": northwind, "field": "credit_limit", "scope": {}}
+    tie: dict[str, Any] = {"kind": "preference", "subject": northwind, "field": "credit_limit"}
+    tie |= {"scope": {}}
     tie |= {"value": {"amount": 1}, "statement": "Northwind's limit is small."}
     tie |= {"owner": "boss", "expires_at": None, "sources": [w.ids["public_source"]]}
     tied = w.call("scribe", "POST", "/memories", tie, 201)["id"]
