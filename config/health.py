@@ -77,8 +77,13 @@ def _broker_ok() -> bool:
 def _answers(name: str, check: Callable[[], bool]) -> bool:
     try:
         return check()
-    except DEPENDENCY_DOWN:
+    except DatabaseError:
+        # The console's DatabaseOutageSummary makes an outage's one line of this.
         logger.warning("readiness check %s failed", name, exc_info=True)
+        return False
+    except DEPENDENCY_DOWN as exc:  # Redis: one line a probe, no traceback (issue 47)
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        logger.warning("readiness check %s failed: %s: %s", name, type(exc).__name__, first)
         return False
 
 

@@ -149,51 +149,124 @@ class ServerErrorsOnly(logging.Filter):
 OUTAGE_LOG_INTERVAL_SECONDS = 10.0
 
 
-class DatabaseOutageSummary(logging.Filter):
-    """On ``django.request``: a 503 for a database that did not answer (an outage,
-    config.problems) is one WARNING line with the error's first line, no traceback, and at
-    most one line per kind every ``OUTAGE_LOG_INTERVAL_SECONDS``; the next line says how
-    many were left out. A traceback per request filled 21 MB in 75 s (issue 47)."""
+class _OutageLedger:
+    """What this process refused during a database outage, per kind of error (type and
+    first line): when its last line was written, how many since were left out, how many
+    in all. One for the whole process, so the web, the probes, the tasks and beat share
+    one rate limit, and the count left out is said when the database answers again."""
 
-    def __init__(self, name: str = "") -> None:
-        super().__init__(name)
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}  # kind: when its last line was written
-        self._suppressed: dict[str, int] = {}
+        self._left_out: dict[str, int] = {}  # kind: not on a line since then
+        self._refused = 0  # since the outage began, on a line or not
+
+    def note(self, kind: str, now: float, interval: float) -> int | None:
+        """None: leave this one out (counted); else how many of ``kind`` were left out
+        since its previous line."""
+        with self._lock:
+            self._refused += 1
+            last = self._last.get(kind)
+            if last is not None and now - last < interval:
+                self._left_out[kind] = self._left_out.get(kind, 0) + 1
+                return None
+            self._last[kind] = now
+            return self._left_out.pop(kind, 0)
+
+    def ended(self) -> tuple[int, dict[str, int]] | None:
+        """The outage's totals (all refused, left out per kind), once, or None: none."""
+        with self._lock:
+            if not self._refused:
+                return None
+            totals = (self._refused, dict(self._left_out))
+            self._last.clear()
+            self._left_out.clear()
+            self._refused = 0
+            return totals
+
+
+OUTAGES = _OutageLedger()
+
+
+class DatabaseOutageSummary(logging.Filter):
+    """A record whose error is the database not answering (refused, timed out, dropped:
+    an outage; a 503 in config.problems) becomes one WARNING line with the error's first
+    line and no traceback, at most one per kind of error every
+    ``OUTAGE_LOG_INTERVAL_SECONDS`` in the process; the next one says how many were left
+    out, and so does a last line when the database answers again (``database_answered``).
+    On ``django.request`` and on the console handler, so the probes, the tasks and beat
+    are summarised as the requests are. A traceback per request filled 21 MB in 75 s
+    (issue 47)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        decided = getattr(record, "memgov_outage_shown", None)
+        if decided is not None:  # another handler's filter counted it already
+            return bool(decided)
         error = _database_outage(record)
         if error is None:
             return True
-        kind = type(error).__name__
-        now = time.monotonic()
-        interval = _outage_interval()
-        with self._lock:
-            last = self._last.get(kind)
-            if last is not None and now - last < interval:
-                self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
-                return False
-            self._last[kind] = now
-            suppressed = self._suppressed.pop(kind, 0)
         summary = (str(error).strip().splitlines() or [""])[0][:200]
-        record.msg = "database unavailable (503 %s): %s: %s"
-        record.args = (getattr(getattr(record, "request", None), "path", "-"), kind, summary)
-        if suppressed:
+        kind = f"{type(error).__name__}: {summary}"
+        left_out = OUTAGES.note(kind, time.monotonic(), _outage_interval())
+        record.memgov_outage_shown = left_out is not None
+        if left_out is None:
+            return False
+        where = _where(record)
+        record.msg = "database unavailable (%s): %s: %s"
+        record.args = (where, type(error).__name__, summary)
+        if left_out:
             record.msg += "; %d more like it since the previous line not logged"
-            record.args = (*record.args, suppressed)
+            record.args = (*record.args, left_out)
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info, record.exc_text, record.stack_info = None, None, None
         return True
 
 
+def _where(record: logging.LogRecord) -> str:
+    """What was refused: a request's status and path, a task, or the record's message."""
+    if record.name == "django.request":
+        return f"503 {getattr(getattr(record, 'request', None), 'path', '-')}"
+    if record.name == "celery.app.trace" and isinstance(record.args, Mapping):
+        return f"task {record.args.get('name', '?')}[{record.args.get('id', '?')}]"
+    return (record.getMessage().splitlines() or [""])[0][:120]
+
+
 def _database_outage(record: logging.LogRecord) -> BaseException | None:
-    """The OperationalError / InterfaceError behind a 503, if that is what this is."""
+    """The OperationalError / InterfaceError of a database that did not answer, if that
+    is this record's error. A request's 503 is one whatever it says (config.problems);
+    elsewhere only the connection's errors (no SQLSTATE, class 08, an administrator's
+    shutdown, a cancelled statement), so a deadlock keeps its traceback."""
     from django.db import InterfaceError, OperationalError  # noqa: PLC0415 - logs load first
 
-    if int(getattr(record, "status_code", 0)) != 503 or not record.exc_info:
+    if not record.exc_info or not isinstance(record.exc_info[1], OperationalError | InterfaceError):
         return None
     error = record.exc_info[1]
-    return error if isinstance(error, OperationalError | InterfaceError) else None
+    if record.name == "django.request":
+        return error if int(getattr(record, "status_code", 0)) == 503 else None
+    sqlstate = getattr(error.__cause__, "sqlstate", None)
+    if sqlstate is None or sqlstate.startswith("08") or sqlstate in _OUTAGE_SQLSTATES:
+        return error
+    return None
+
+
+# admin_shutdown, crash_shutdown, cannot_connect_now, query_canceled (statement_timeout)
+_OUTAGE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "57014"})
+
+
+def database_answered(**_: Any) -> None:
+    """``connection_created``: the database answers again; if this process refused anything
+    meanwhile, one line says how much, and what was never on a line."""
+    totals = OUTAGES.ended()
+    if totals is None:
+        return
+    refused, left_out = totals
+    message = "database answers again; %d requests refused meanwhile"
+    args: tuple[Any, ...] = (refused,)
+    if left_out:
+        message += " (%d not logged: %s)"
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(left_out.items()))
+        args = (*args, sum(left_out.values()), kinds)
+    logging.getLogger("config.logs").warning(message, *args)
 
 
 def _outage_interval() -> float:
@@ -207,9 +280,12 @@ def _outage_interval() -> float:
 def configure(config: dict[str, Any]) -> None:
     """Django's LOGGING_CONFIG (and the Celery processes'): the LOGGING dict, with Python's
     warnings going through it too, so that they are JSON lines as well, not plain text
-    on stderr."""
+    on stderr; and a line when the database answers again after refusals."""
+    from django.db.backends.signals import connection_created  # noqa: PLC0415 - logs load first
+
     logging.config.dictConfig(config)
     logging.captureWarnings(True)
+    connection_created.connect(database_answered, dispatch_uid="config.logs.database_answered")
 
 
 def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
@@ -232,7 +308,7 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
             "console": {
                 "class": "logging.StreamHandler",
                 "formatter": "json" if json_lines else "plain",
-                "filters": ["request_id"],
+                "filters": ["request_id", "database_outage_summary"],
             }
         },
         "root": {"handlers": ["console"], "level": level},

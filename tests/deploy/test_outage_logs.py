@@ -10,7 +10,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from django.db import connection
 from django.test import Client
 
 import config.logs as logs
+from config.health import check_dependencies
 from tests.conftest import needs
 
 pytestmark = [needs("postgres"), pytest.mark.django_db(transaction=True)]
@@ -49,20 +50,25 @@ def _closed_port() -> int:
 
 
 @pytest.fixture
-def database_down() -> Iterator[None]:
+def database_down() -> Iterator[Callable[[], None]]:
     """The next connection goes to a port nobody listens on: refused, like a database
-    that is down. The connection's own settings are the seam; restored afterwards."""
+    that is down. The connection's own settings are the seam; the outage ends when the
+    test calls what this yields, or afterwards."""
     saved = dict(connection.settings_dict)
     connection.close()
     connection.settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
-    yield
-    connection.close()
-    connection.settings_dict.clear()
-    connection.settings_dict.update(saved)
+
+    def mend() -> None:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(saved)
+
+    yield mend
+    mend()
 
 
 def test_a_database_outage_logs_a_rate_limited_summary_and_no_traceback(
-    settings: Any, log_lines: io.StringIO, database_down: None
+    settings: Any, log_lines: io.StringIO, database_down: Callable[[], None]
 ):
     settings.MEMGOV_OUTAGE_LOG_INTERVAL_SECONDS = INTERVAL
     client = Client(raise_request_exception=False)
@@ -92,3 +98,71 @@ def test_a_database_outage_logs_a_rate_limited_summary_and_no_traceback(
         if "not logged" in r["message"]
     )
     assert left_out >= len(statuses) - len(outage)  # every 503 is on a line or counted
+
+
+@pytest.fixture
+def console_lines() -> Iterator[io.StringIO]:
+    """The production console handler's filters (config.logs.logging_config), on a stream."""
+    configured = logs.logging_config(json_lines=True, level="INFO")["handlers"]["console"]
+    assert configured["filters"] == ["request_id", "database_outage_summary"]
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.JsonFormatter())
+    handler.addFilter(logs.RequestIdFilter())
+    handler.addFilter(logs.DatabaseOutageSummary())
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logs.OUTAGES.ended()  # nothing left over from another test of this process
+    yield stream
+    root.removeHandler(handler)
+    root.setLevel(previous)
+
+
+def _refused_query() -> BaseException:
+    try:
+        connection.ensure_connection()
+    except Exception as error:  # the error a task would have raised
+        return error
+    raise AssertionError("the database answered")
+
+
+def test_probes_tasks_and_requests_share_one_summary_and_the_count_comes_when_it_answers(
+    settings: Any, console_lines: io.StringIO, database_down: Callable[[], None]
+):
+    settings.MEMGOV_OUTAGE_LOG_INTERVAL_SECONDS = 60.0
+    client = Client(raise_request_exception=False)
+    client.cookies["sessionid"] = "a-session-the-database-would-hold"
+
+    probes = [check_dependencies()[0] for _ in range(10)]
+    requests = [client.get(PATH).status_code for _ in range(10)]
+    for number in range(5):  # what celery.app.trace logs for a periodic task that failed
+        logging.getLogger("celery.app.trace").error(
+            "Task %(name)s[%(id)s] raised unexpected: %(exc)s",
+            {"name": "approvals.tasks.sweep_outbox", "id": f"t{number}", "exc": "..."},
+            exc_info=_refused_query(),
+        )
+    during = [json.loads(line) for line in console_lines.getvalue().splitlines()]
+    connection.close()
+
+    assert set(probes) == {503} and set(requests) == {503}
+    assert "Traceback" not in console_lines.getvalue()
+    outage = [r for r in during if r["message"].startswith("database unavailable")]
+    # One kind of error (refused), one line for the probes, the requests and the tasks.
+    assert len(outage) == 1, outage
+    assert outage[0]["level"] == "WARNING"
+    assert outage[0]["message"].startswith("database unavailable (readiness check database")
+
+    database_down()  # it answers again: the next connection says what was refused
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    with connection.cursor() as cursor:  # an open connection: nothing more to say
+        cursor.execute("SELECT 1")
+
+    after = [json.loads(line) for line in console_lines.getvalue().splitlines()][len(during) :]
+    said = [r["message"] for r in after if "answers again" in r["message"]]
+    assert said == [
+        "database answers again; 25 requests refused meanwhile (24 not logged: 24 "
+        f"OperationalError: {outage[0]['message'].split('OperationalError: ', 1)[1]})"
+    ]
