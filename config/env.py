@@ -5,6 +5,7 @@ Secrets may also come from a file named by ``<NAME>_FILE`` (Docker and Kubernete
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -60,5 +61,15 @@ def redis_database(url: str) -> tuple[str, str] | None:
     db = parse_qs(parts.query).get("db", ["0"])[0]
     if parts.scheme == "unix":
         return parts.path, db
-    server = f"{(parts.hostname or 'localhost').lower()}:{parts.port or 6379}"
+    server = f"{_host(parts.hostname or 'localhost')}:{parts.port or 6379}"
     return server, parts.path.strip("/") or db
+
+
+def _host(name: str) -> str:
+    """``localhost``, ``127.0.0.1`` and ``::1`` are one server (issue 47: a cache on
+    ``localhost:16471/8`` and a broker on ``127.0.0.1:16471/8`` shared a database)."""
+    name = name.lower().strip("[]")
+    try:
+        return "localhost" if ipaddress.ip_address(name).is_loopback else name
+    except ValueError:
+        return name

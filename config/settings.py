@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -193,12 +194,18 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
 # Outside DEBUG the cache and the queue may not share a Redis database: the restore runbook
 # empties the cache's database (docs/operations.md), which would drop queued tasks and
 # beat's last runs with it (issue 47).
+# One line on stderr and exit status 3, not an ImproperlyConfigured traceback: 3 is
+# gunicorn's "worker failed to boot", so its master stops instead of respawning workers.
 if not DEBUG and CACHE_URL and redis_database(CACHE_URL) == redis_database(CELERY_BROKER_URL):
-    raise ImproperlyConfigured(
-        "CACHE_URL and CELERY_BROKER_URL (each defaults to REDIS_URL) name the same Redis "
-        "database: give the cache its own, e.g. REDIS_URL=redis://host:6379/0 and "
-        "CACHE_URL=redis://host:6379/1, so emptying the cache keeps the queued tasks"
+    print(  # before logging is configured, and meant for the operator
+        "refusing to start: CACHE_URL and CELERY_BROKER_URL (each defaults to REDIS_URL) "
+        "name the same Redis database: give the cache its own, e.g. "
+        "REDIS_URL=redis://host:6379/0 and CACHE_URL=redis://host:6379/1, so emptying the "
+        "cache keeps the queued tasks",
+        file=sys.stderr,
+        flush=True,
     )
+    raise SystemExit(3)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object]
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -46,16 +46,24 @@ def _start(**env: str) -> subprocess.CompletedProcess[str]:
         {"REDIS_URL": "redis://127.0.0.1:6379/0"},  # the old Secret and make prod example
         {"CACHE_URL": "redis://LOCALHOST:6379", "CELERY_BROKER_URL": "redis://localhost/0"},
         {"REDIS_URL": "redis://127.0.0.1:6379/4", "CACHE_URL": "redis://127.0.0.1:6379?db=4"},
+        {
+            "CACHE_URL": "redis://localhost:16471/8",
+            "CELERY_BROKER_URL": "redis://127.0.0.1:16471/8",
+        },
+        {"CACHE_URL": "redis://[::1]:6379/2", "CELERY_BROKER_URL": "redis://127.0.0.1:6379/2"},
     ],
-    ids=["redis-url-only", "db-0-written-two-ways", "db-in-query"],
+    ids=["redis-url-only", "db-0-written-two-ways", "db-in-query", "localhost-is-127", "ipv6"],
 )
 def test_production_refuses_to_start_when_one_redis_database_holds_cache_and_queue(urls):
     started = _start(EMAIL_URL="dummy://", **urls)
 
-    assert started.returncode != 0
-    assert "CACHE_URL and CELERY_BROKER_URL (each defaults to REDIS_URL) name the same" in (
-        started.stderr
-    )
+    assert started.returncode == 3  # gunicorn's "worker failed to boot": no respawning
+    # One line for the operator, no traceback.
+    assert started.stderr.strip().splitlines() == [
+        "refusing to start: CACHE_URL and CELERY_BROKER_URL (each defaults to REDIS_URL) name "
+        "the same Redis database: give the cache its own, e.g. REDIS_URL=redis://host:6379/0 "
+        "and CACHE_URL=redis://host:6379/1, so emptying the cache keeps the queued tasks"
+    ]
 
 
 def test_production_starts_with_two_databases_and_debug_may_share_one():
