@@ -55,6 +55,12 @@ def _aware(when: datetime | None) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
+def _said(exc: Exception) -> str:
+    """A Redis error in one line (its type and first line): an outage is not a bug, and a
+    traceback each time made 2.7 KB of each of beat's lines (issue 47)."""
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+
+
 def heartbeat_path() -> Path:
     return Path(settings.VAR_DIR) / "beat-heartbeat"
 
@@ -86,8 +92,8 @@ class RedisScheduler(Scheduler):
         """Each entry's last run as stored (when beat last sent it), not "now"."""
         try:
             stored = self.redis.hgetall(STATE_KEY)
-        except RedisError:
-            logger.warning("beat: last runs unreadable; entries start from now", exc_info=True)
+        except RedisError as exc:
+            logger.warning("beat: last runs unreadable (%s); entries start from now", _said(exc))
             return
         for name, when in stored.items():
             entry = self.schedule.get(str(name))
@@ -100,8 +106,8 @@ class RedisScheduler(Scheduler):
             if name not in stored:
                 try:
                     self.redis.hsetnx(STATE_KEY, name, _aware(entry.last_run_at).isoformat())
-                except RedisError:
-                    logger.warning("beat: could not store %s's first sight", name, exc_info=True)
+                except RedisError as exc:
+                    logger.warning("beat: could not store %s's first sight (%s)", name, _said(exc))
                     return
 
     def reserve(self, entry: ScheduleEntry) -> Any:
@@ -111,8 +117,8 @@ class RedisScheduler(Scheduler):
         when = _aware(new_entry.last_run_at)
         try:
             self.redis.hset(STATE_KEY, new_entry.name, when.isoformat())
-        except RedisError:
-            logger.warning("beat: could not store %s's last run", entry.name, exc_info=True)
+        except RedisError as exc:
+            logger.warning("beat: could not store %s's last run (%s)", entry.name, _said(exc))
         return new_entry
 
     def _hold_lease(self) -> bool:
@@ -122,9 +128,8 @@ class RedisScheduler(Scheduler):
             # One line an outage, not a traceback a tick; and no other beat is to blame.
             if self.redis_answers:
                 logger.warning(
-                    "beat: Redis unreachable (%s: %s); %s sends nothing until it answers",
-                    type(exc).__name__,
-                    str(exc).splitlines()[0] if str(exc) else "",
+                    "beat: Redis unreachable (%s); %s sends nothing until it answers",
+                    _said(exc),
                     self.identity,
                 )
             self.redis_answers = False
@@ -149,10 +154,14 @@ class RedisScheduler(Scheduler):
 
     def close(self) -> None:
         super().close()
-        try:
-            self.redis.eval(_RELEASE, 1, LEASE_KEY, self.identity)
-        except RedisError:
-            logger.warning("beat: lease not released; it lapses by itself", exc_info=True)
+        # Only a lease this beat last knew it held (beat closes its scheduler twice on the
+        # way out; one started while Redis was down never held one).
+        if self.leading:
+            self.leading = False
+            try:
+                self.redis.eval(_RELEASE, 1, LEASE_KEY, self.identity)
+            except RedisError as exc:
+                logger.warning("beat: lease not released (%s); it lapses by itself", _said(exc))
         self.redis.close()
 
     @property

@@ -165,3 +165,29 @@ def test_a_beat_cut_off_from_redis_says_so_once_and_blames_no_other_beat(broker,
         for started in beats:
             started.stop()
         relay.close()
+
+
+def test_a_beat_started_while_redis_is_down_says_so_in_one_line_each(beats, tmp_path):
+    """Issue 47 follow-up, point 4: beat started while Redis refused logged "last runs
+    unreadable" and, twice on the way out, "lease not released", each with a 2.7 KB
+    traceback."""
+    relay = Relay(("127.0.0.1", 9))  # stands for a stopped Redis: refused below
+    relay.cut(refuse=True)
+    target = urlsplit(str(settings.CELERY_BROKER_URL))
+    try:
+        beat = Beat(
+            tmp_path / "beat",
+            CELERY_BROKER_URL=target._replace(netloc=f"127.0.0.1:{relay.port}").geturl(),
+        )
+        beats.append(beat)
+        wait_for("the outage line", lambda: beat.says("Redis unreachable"), timeout=60)
+        beat.stop()
+
+        log = beat.output()
+        assert "Traceback" not in log
+        unreadable = [line for line in log.splitlines() if "last runs unreadable" in line]
+        assert len(unreadable) == 1, log
+        assert "ConnectionError: Error 111 connecting to" in unreadable[0]
+        assert "lease not released" not in log  # it never held one
+    finally:
+        relay.close()
