@@ -290,8 +290,21 @@ MAX_REQUEST_BODY_BYTES = 256 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BODY_BYTES
 
 SESSION_COOKIE_HTTPONLY = True
+
+
+def _site_url_default(bind: str) -> str:
+    """Without SITE_URL, the address gunicorn listens on when it names one (``make prod``
+    on another port printed links to port 8000), else the development server's."""
+    host, _, port = bind.rpartition(":")
+    if host and port.isdigit() and host not in {"0.0.0.0", "[::]", "::"}:  # noqa: S104
+        return f"http://{host}:{port}"
+    return "http://127.0.0.1:8000"
+
+
+# GUNICORN_BIND is gunicorn's (deploy/gunicorn.conf.py), read here for that default only.
+_SITE_URL_DEFAULT = _site_url_default(os.environ.get("GUNICORN_BIND", ""))
 # Secure cookies wherever the site is served over HTTPS (SITE_URL says so).
-_HTTPS = env_str("SITE_URL", "http://127.0.0.1:8000").startswith("https://")
+_HTTPS = env_str("SITE_URL", _SITE_URL_DEFAULT).startswith("https://")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=_HTTPS)
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -340,7 +353,10 @@ SPECTACULAR_SETTINGS = {
 # file:///folder — one .eml per message, what `make run` uses) or EMAIL_*.
 EMAIL_URL = env_str("EMAIL_URL")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Memgov <memgov@localhost>")
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+SITE_URL = env_str("SITE_URL", _SITE_URL_DEFAULT).rstrip("/")
+# Unset outside DEBUG, emails and operator commands would name a guess: a system check
+# warns (core/checks.py), e.g. in `make prod`'s migrate.
+SITE_URL_GUESSED = not env_str("SITE_URL")
 
 
 def _email_settings(url: str) -> dict[str, object]:

@@ -3,7 +3,10 @@ from typing import Any
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.core import checks
 from django.db.backends.signals import connection_created
+
+from core.checks import site_url_set
 
 
 def statement_timeout_on_connect(sender: Any, connection: Any, **kwargs: Any) -> None:
@@ -25,6 +28,7 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        checks.register(site_url_set)
         connection_created.connect(
             statement_timeout_on_connect, dispatch_uid="core.statement_timeout"
         )
