@@ -56,3 +56,22 @@ def test_the_menu_and_the_page_are_only_for_people_who_manage_webhooks(flow: Flo
     # Someone who reviews nothing starts on their own memories: the menu is the same.
     start = _signed_in(flow, MANAGER).get("/", follow=True)
     assert 'href="/webhooks/"' in start.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (24 * 3600, "24 hours"),
+        (2 * 3600, "2 hours"),
+        (90 * 60, "90 minutes"),
+        (3 * 86400, "3 days"),
+    ],
+)
+def test_the_page_says_how_long_deliveries_are_retried_as_configured(
+    flow: Flow, settings: Any, seconds: int, words: str
+):
+    settings.MEMGOV_WEBHOOK_RETRY_WINDOW_SECONDS = seconds
+
+    html = _signed_in(flow, MANAGER).get("/webhooks/").content.decode()
+
+    assert f"signed per Standard Webhooks and retried for {words}." in html
