@@ -6,6 +6,7 @@ bears on security in README's Deploy section."""
 from __future__ import annotations
 
 import ast
+import re
 
 from tests.deploy.support import DEPLOY, ROOT, env_example_names
 
@@ -57,6 +58,25 @@ def settings_read() -> set[str]:
     }
 
 
+# What a process sets for itself, not an operator (gunicorn.conf.py's metrics directory).
+INTERNAL = {"MEMGOV_OWN_METRICS_DIR"}
+
+
+def memgov_variables_read_elsewhere() -> set[str]:
+    """The ``MEMGOV_*`` variables read outside config/settings.py: by gunicorn's config and
+    config/ through ``os.environ``, and by deploy/Procfile's command lines (``${NAME:-…}``).
+    ``MEMGOV_PROBE_PORT`` was one, missing from the env template (issue 47)."""
+    found: set[str] = set()
+    for path in [ROOT / "deploy" / "gunicorn.conf.py", *sorted((ROOT / "config").glob("*.py"))]:
+        text = path.read_text(encoding="utf-8")
+        found |= set(
+            re.findall(r'os\.(?:environ(?:\.get|\.setdefault)?[\[(]|getenv\()"(MEMGOV_\w+)"', text)
+        )
+    procfile = (DEPLOY / "Procfile").read_text(encoding="utf-8")
+    found |= set(re.findall(r"\$\{(MEMGOV_\w+):-", procfile))
+    return found - INTERNAL
+
+
 def _deploy_section() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Deploy\n", 1)[1]
@@ -77,6 +97,7 @@ def test_the_compose_template_names_every_setting_the_application_reads():
     development = text.split(DEVELOPMENT_ONLY_HEADING, 1)[1]
 
     assert settings_read() - named == set()
+    assert memgov_variables_read_elsewhere() - named == set()
     # Named, but under the heading that says never in production.
     assert "DEBUG=" in development and "MEMGOV_WEBHOOK_ALLOW_PRIVATE=" in development
     assert "# DEBUG=false" in text and "\nDEBUG=" not in text
@@ -86,4 +107,14 @@ def test_the_readme_deploy_section_names_every_security_setting():
     deploy = _deploy_section()
 
     missing = {name for name in SECURITY if f"`{name}" not in deploy}
+    assert missing == set()
+
+
+def test_the_readme_names_every_memgov_setting():
+    """Each ``MEMGOV_*`` variable is in README, where an operator looks one up:
+    ``MEMGOV_DB_STATEMENT_TIMEOUT`` was only in docs/operations.md (issue 47)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    read = settings_read() | memgov_variables_read_elsewhere()
+
+    missing = {name for name in read if name.startswith("MEMGOV_") and f"`{name}`" not in readme}
     assert missing == set()
