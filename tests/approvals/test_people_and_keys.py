@@ -270,3 +270,18 @@ def test_a_negative_overlap_is_refused(flow: Flow):
         call_command("rotate_api_key", prefix, "--overlap", "-5", stdout=StringIO())
 
     assert ApiKey.objects.filter(agent_name="bot").count() == 1
+
+
+def test_a_key_is_rotated_or_revoked_by_its_prefix_written_with_or_without_mg(flow: Flow):
+    agent = _prefix(flow.world.keys["agent"])
+    nora = _prefix(flow.world.keys["nora"])
+
+    out = StringIO()
+    call_command("rotate_api_key", f"mg_{agent}", stdout=out)
+    call_command("revoke_api_key", f"mg_{nora}", stdout=StringIO())
+
+    assert out.getvalue().startswith(f"revoked {agent}, new key ")
+    assert ApiKey.objects.get(prefix=agent).revoked_at is not None
+    assert ApiKey.objects.get(prefix=nora).revoked_at is not None
+    with pytest.raises(CommandError, match="no API key with prefix 'mg_000000000000'"):
+        call_command("revoke_api_key", "mg_000000000000", stdout=StringIO())

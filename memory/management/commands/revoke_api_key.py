@@ -9,13 +9,14 @@ from memory.tenancy import api_key_revoke
 
 
 class Command(BaseCommand):
-    help = "Revoke an API key by its lookup prefix (the part after 'mg_')."
+    help = "Revoke an API key by its lookup prefix (with or without its 'mg_')."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("prefix")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        key = ApiKey.objects.filter(prefix=options["prefix"]).first()
+        # As printed by create_api_key ("mg_<prefix>_…") or after the "mg_": both.
+        key = ApiKey.objects.filter(prefix=options["prefix"].removeprefix("mg_")).first()
         if key is None:
             raise CommandError(f"no API key with prefix {options['prefix']!r}")
         api_key_revoke(key=key)

@@ -13,7 +13,7 @@ from memory.people import api_key_rotate
 
 class Command(BaseCommand):
     help = (
-        "Replace an API key (by its lookup prefix, the part after 'mg_') with a new one for "
+        "Replace an API key (by its lookup prefix, with or without its 'mg_') with a new one for "
         "the same principal, labels and lifetime, revoking the old (or, with --overlap, "
         "letting it expire after that many seconds); the new key is printed alone on the "
         "last line and never stored."
@@ -30,7 +30,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        key = ApiKey.objects.filter(prefix=options["prefix"]).first()
+        # As printed by create_api_key ("mg_<prefix>_…") or after the "mg_": both.
+        key = ApiKey.objects.filter(prefix=options["prefix"].removeprefix("mg_")).first()
         if key is None:
             raise CommandError(f"no API key with prefix {options['prefix']!r}")
         if options["overlap"] < 0:
