@@ -23,6 +23,8 @@ request_id: ContextVar[str] = ContextVar("memgov_request_id", default="-")
 task_context: ContextVar[dict[str, str] | None] = ContextVar("memgov_task", default=None)
 # The tenant a request counted against (config.tenant_share), for its request line.
 request_tenant: ContextVar[str | None] = ContextVar("memgov_request_tenant", default=None)
+# …and that tenant's slug, which a person reads more easily than an id (issue 47).
+request_tenant_slug: ContextVar[str | None] = ContextVar("memgov_tenant_slug", default=None)
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")

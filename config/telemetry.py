@@ -38,7 +38,12 @@ def _route(request: HttpRequest) -> str:
 
 
 def request_finished(
-    method: str, route: str, status: int, elapsed: float, tenant: str | None = None
+    method: str,
+    route: str,
+    status: int,
+    elapsed: float,
+    tenant: str | None = None,
+    tenant_slug: str | None = None,
 ) -> None:
     """The latency sample and the one JSON line of a finished request, whichever
     application served it (Django's middleware below, the ASGI wrapper of ``/mcp``);
@@ -53,6 +58,8 @@ def request_finished(
     }
     if tenant is not None:
         fields["tenant"] = tenant
+    if tenant_slug is not None:
+        fields["tenant_slug"] = tenant_slug
     request_logger.info("%s %s %s", method, route, status, extra={"memgov": fields})
 
 
@@ -66,6 +73,7 @@ class RequestTelemetryMiddleware:
         rid = logs.incoming_request_id(request.headers.get(logs.REQUEST_ID_HEADER))
         token = logs.request_id.set(rid)
         tenant_token = logs.request_tenant.set(None)
+        slug_token = logs.request_tenant_slug.set(None)
         started = time.perf_counter()
         metrics.REQUESTS_IN_FLIGHT.inc()
         try:
@@ -73,11 +81,12 @@ class RequestTelemetryMiddleware:
             response[logs.REQUEST_ID_HEADER] = rid
             method = request.method or "GET"
             elapsed = time.perf_counter() - started
-            tenant = logs.request_tenant.get()
-            request_finished(method, _route(request), response.status_code, elapsed, tenant)
+            tenant, slug = logs.request_tenant.get(), logs.request_tenant_slug.get()
+            request_finished(method, _route(request), response.status_code, elapsed, tenant, slug)
             return response
         finally:
             metrics.REQUESTS_IN_FLIGHT.dec()
+            logs.request_tenant_slug.reset(slug_token)
             logs.request_tenant.reset(tenant_token)
             logs.request_id.reset(token)
 

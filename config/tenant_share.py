@@ -35,11 +35,12 @@ from importlib import import_module
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.base import SessionBase
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponseBase
 
-from config.logs import request_tenant
+from config.logs import request_tenant, request_tenant_slug
 from config.problems import problem_response
-from core.models import Membership
+from core.models import Membership, Tenant
 from memory.throttle import tenant_of_raw_key
 
 UNVERIFIED = "unverified"
@@ -91,6 +92,27 @@ def tenant_of_session(session_key: str) -> int | None:
     return tenant_id
 
 
+_slugs: dict[int, str] = {}
+
+
+def tenant_slug(tenant: Hashable) -> str | None:
+    """A tenant id's slug for the request line, read once per tenant and process (tenants
+    are few, and a slug never changes); None for an unverified key, or while the database
+    does not answer (the line keeps the id)."""
+    if not isinstance(tenant, int):
+        return None
+    known = _slugs.get(tenant)
+    if known is None:
+        try:
+            known = Tenant.objects.filter(pk=tenant).values_list("slug", flat=True).first()
+        except DatabaseError:
+            return None
+        if known is None:
+            return None
+        _slugs[tenant] = known
+    return known
+
+
 class TenantShareMiddleware:
     """Counts each tenant's requests running in this process (module docstring)."""
 
@@ -107,6 +129,7 @@ class TenantShareMiddleware:
         if tenant is None:
             return self.get_response(request)
         request_tenant.set(str(tenant))  # the request line names it, a refusal's too
+        request_tenant_slug.set(tenant_slug(tenant))
         if not self._admit(tenant):
             return refusal()
         try:

@@ -55,5 +55,7 @@ def test_a_tenant_cap_refusal_is_logged_with_its_route_and_tenant(world: World, 
     for line in refused:
         assert line["route"] == "/api/v1/memories", line
         assert line["tenant"] == tenant, line
+        assert line["tenant_slug"] == world.tenant.slug, line  # a person reads the slug
     # A key this process has not seen authenticate yet counts as "unverified".
     assert [line["tenant"] for line in requests] == ["unverified"] + [tenant] * 20
+    assert "tenant_slug" not in requests[0]  # no tenant known yet
