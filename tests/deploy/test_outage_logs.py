@@ -9,17 +9,25 @@ import io
 import json
 import logging
 import socket
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from celery import current_app
 from django.db import connection
 from django.test import Client
 
 import config.logs as logs
 from config.health import check_dependencies
 from tests.conftest import needs
+from tests.deploy.live import wait_for
+from tests.deploy.support import ROOT
+from tests.integration.test_workflow_worker import worker_environment
 
 pytestmark = [needs("postgres"), pytest.mark.django_db(transaction=True)]
 
@@ -166,3 +174,39 @@ def test_probes_tasks_and_requests_share_one_summary_and_the_count_comes_when_it
         "database answers again; 25 requests refused meanwhile (24 not logged: 24 "
         f"OperationalError: {outage[0]['message'].split('OperationalError: ', 1)[1]})"
     ]
+
+
+@needs("redis")
+def test_a_worker_whose_database_is_down_logs_its_failed_tasks_as_one_line(tmp_path: Path):
+    """Issue 47 follow-up, point 2: ``sweep_outbox``, ``expire_due_memory`` and
+    ``deliver_due`` each logged an ERROR with a 5.8 KB traceback per run."""
+    log = tmp_path / "worker.log"
+    env = {
+        **worker_environment(),
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{_closed_port()}/gone",
+        "MEMGOV_LOG_FORMAT": "json",
+        "MEMGOV_VAR_DIR": str(tmp_path),
+    }
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    queue = f"outage-{uuid.uuid4().hex[:8]}"  # this worker's alone
+    command = [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue]
+    command += ["-n", f"{queue}@%h", "--concurrency", "1", "--without-gossip", "--without-mingle"]
+    with log.open("wb") as out:
+        worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)  # noqa: S603
+    try:
+        wait_for("the worker", lambda: "ready" in log.read_text(), timeout=90)
+        for task in ("approvals.tasks.sweep_outbox", "webhooks.tasks.deliver_due") * 3:
+            current_app.send_task(task, queue=queue, routing_key=queue)
+        wait_for("six failures", lambda: log.read_text().count('"state":"FAILURE"') == 6, 90)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+    said = log.read_text()
+    lines = [json.loads(line) for line in said.splitlines() if line.startswith("{")]
+    outage = [r for r in lines if r["message"].startswith("database unavailable")]
+    assert "Traceback" not in said
+    assert all("exception" not in r for r in lines)
+    assert len(outage) == 1, outage  # one kind of error, within the interval
+    assert outage[0]["message"].startswith("database unavailable (task approvals.tasks.")
+    assert "Connection refused" in outage[0]["message"]
