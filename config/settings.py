@@ -65,11 +65,13 @@ MIDDLEWARE = [
     "config.security.ContentSecurityPolicyMiddleware",
     "config.security.UntrustedProxyWarningMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, CSRF, auth and messages as Django's, skipped for an API request that
+    # carries a key (config.browser); the host check stays in CommonMiddleware for all.
+    "config.browser.BrowserSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.browser.BrowserCsrfViewMiddleware",
+    "config.browser.BrowserAuthenticationMiddleware",
+    "config.browser.BrowserMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
