@@ -7,13 +7,13 @@ once a connection has run them a few times, where the deployment allows it
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from psycopg.adapt import AdaptersMap, Buffer
 from psycopg.types.array import ListBinaryDumper
@@ -58,6 +58,28 @@ class _BinaryArraysCursor(ServerBindingCursor):
         super().__init__(*args, **kwargs)
         adapters: AdaptersMap = self.adapters  # type: ignore[attr-defined]  # psycopg's Cursor
         adapters.register_dumper(list, ListBinaryDumper)
+
+
+T = TypeVar("T")
+
+
+def read_reconnecting(read: Callable[[], T]) -> T:
+    """A request's first read, run once more on a new connection when the persistent one
+    it reused turns out dead (the server restarted, a pooler or ``pg_terminate_backend``
+    dropped it while idle). The web role does not check a connection before reuse
+    (``CONN_HEALTH_CHECKS`` off: a ``SELECT 1`` round trip on every request), so a dead one
+    is found here instead. Only a read outside any transaction runs again: nothing of it
+    can have been half done, and nothing written before it is undone. A new connection
+    that fails, or an error the connection survives (a statement timeout), is raised."""
+    django: Any = connections[DEFAULT_DB_ALIAS]
+    reused = django.connection is not None
+    try:
+        return read()
+    except (OperationalError, InterfaceError):
+        if not reused or django.in_atomic_block or django.is_usable():
+            raise
+        django.close()
+    return read()
 
 
 def json_loads(data: Buffer | str) -> Any:
