@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from contract.auth import get_principal
 from contract.idempotency import keep_answer, replayed, request_hash
+from contract.renderers import JSONOnlyNegotiation
 from contract.serializers import unknown_name
 from core.errors import InvalidContent
 from core.models import IdempotencyRecord
@@ -23,6 +24,7 @@ class MemgovAPIView(APIView):
     query_parameters: ClassVar[tuple[str, ...]] = ()
     query_prefixes: ClassVar[tuple[str, ...]] = ()
     _idempotency_record: IdempotencyRecord | None = None
+    content_negotiation_class = JSONOnlyNegotiation
 
     def principal(self) -> Principal:
         return get_principal(self.request)

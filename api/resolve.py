@@ -6,6 +6,7 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -27,10 +28,12 @@ from approvals.revalidation import (
     revalidation_request,
 )
 from contract import answers
+from contract.auth import ReadsCacheAhead
 from contract.serializers import ResolveInput, StrictInput
 from core.errors import NotFound
 from core.times import iso
 from memory import selectors
+from memory.cache import ScriptCall
 
 
 class PolicyInput(StrictInput):
@@ -42,7 +45,20 @@ class RevalidateInput(StrictInput):
     reason = serializers.CharField(max_length=2000)
 
 
-class ResolveView(MemgovAPIView):
+class ResolveView(ReadsCacheAhead, MemgovAPIView):
+    # Set by cache_read_ahead (called by the throttle, before the handler).
+    _valid: dict[str, Any] | None = None
+    _unreadable: Exception | None = None
+
+    def cache_read_ahead(self, request: Request) -> ScriptCall | None:
+        try:
+            data = request.data
+        except (ParseError, UnsupportedMediaType) as exc:  # the handler raises it
+            self._unreadable = exc
+            return None
+        self._valid, call = answers.resolve_read_ahead(self.principal(), data)
+        return call
+
     @extend_schema(
         request=ResolveInput,
         responses={200: ResolutionOut},
@@ -50,7 +66,12 @@ class ResolveView(MemgovAPIView):
         examples=REQUEST_EXAMPLES["resolve"],
     )
     def post(self, request: Request) -> Response:
-        return Response(answers.resolved_encoded(self.principal(), request.data))
+        if self._unreadable is not None:
+            raise self._unreadable
+        answer = answers.resolved_encoded(
+            self.principal(), request.data, valid=self._valid, prefetched=self.prefetched
+        )
+        return Response(answer)
 
 
 class TaskView(MemgovAPIView):

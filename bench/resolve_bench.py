@@ -1,5 +1,6 @@
 """Resolve benchmark: the pure resolver, and ``POST /api/v1/resolve`` over HTTP on
-PostgreSQL with 10k, 100k and 1M memory versions, beside the same server's bare ``/floor``.
+PostgreSQL with 10k, 100k and 1M memory versions, beside the same server's bare ``/floor``
+and its governed floor ``/floor/checks`` (the key read and one Redis round trip, issue 46).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench \\
         .venv/bin/python -m bench.resolve_bench
@@ -55,6 +56,9 @@ PYTHON = sys.executable
 P95_GROWTH_TARGET = 1.5
 FLOOR_RATIO_TARGET = 3.0
 FLOOR_RPS_TARGET = 0.25
+# Issue 46: cold resolve against the governed floor (the key read and one Redis round trip).
+GOVERNED_P50_TARGET = 2.0
+GOVERNED_RPS_TARGET = 0.5
 
 
 # --- the pure resolver ------------------------------------------------------------------------
@@ -171,7 +175,11 @@ def server_env(url: str, args: argparse.Namespace, var_dir: str) -> dict[str, st
         # The agent key's throttle bucket must not turn load into 429s; it is still counted.
         "MEMGOV_THROTTLE_RATE": "100000000/min",
         "MEMGOV_VAR_DIR": var_dir,
-        "LOG_LEVEL": "WARNING",
+        "MEMGOV_WEB_THREADS": str(args.threads),  # what the settings size for, as gunicorn
+        "MEMGOV_TENANT_MAX_IN_FLIGHT": "0",  # one agent drives every thread (cache_bench)
+        # Logged as deployed (deploy/Dockerfile): a JSON line per request at INFO.
+        "MEMGOV_LOG_FORMAT": "json",
+        "PYTHONUNBUFFERED": "1",
         "DJANGO_SETTINGS_MODULE": "bench.settings",  # production URLs plus /floor
     }
     if args.redis_url:
@@ -190,10 +198,24 @@ def serving(
     port = _free_port()
     with tempfile.TemporaryDirectory() as var_dir:
         (Path(var_dir) / "static").mkdir()  # STATIC_ROOT: whitenoise warns when it is missing
-        process = subprocess.Popen(command(port), cwd=ROOT, env=server_env(url, args, var_dir))
+        # The server's JSON log lines (one a request, as deployed) go to a file that goes
+        # with the run: the cost of writing them is measured, the terminal is not flooded.
+        log = Path(var_dir) / "server.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                command(port),
+                cwd=ROOT,
+                env=server_env(url, args, var_dir),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         base = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(base, process)
+            try:
+                _wait_ready(base, process)
+            except SystemExit:
+                print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
+                raise
             yield base
         finally:
             process.terminate()
@@ -211,12 +233,11 @@ def gunicorn(url: str, args: argparse.Namespace) -> contextlib.AbstractContextMa
         lambda port: [
             str(Path(PYTHON).with_name("gunicorn")),
             "config.wsgi:application",
+            "-c",
+            "deploy/gunicorn.conf.py",  # as deployed: gthread, metrics, timeouts
             f"--bind=127.0.0.1:{port}",
             f"--workers={args.workers}",
-            "--worker-class=gthread",
             f"--threads={args.threads}",
-            "--keep-alive=30",
-            "--log-level=warning",
         ],
     )
 
@@ -386,6 +407,7 @@ def measure(targets_: list[Target], args: argparse.Namespace) -> None:
         _check_answer(target.base, target.bodies[0], target.key)
         load(target.base, "/api/v1/resolve", target.bodies, target.key, 8, args.warmup)
         load(target.base, "/floor", [], target.key, 8, 1)
+        load(target.base, "/floor/checks", target.bodies, target.key, 8, 1)
     for number in range(args.rounds):
         for target in targets_:
             print(f"  round {number + 1}/{args.rounds}: {target.name}", flush=True)
@@ -396,10 +418,11 @@ def measure(targets_: list[Target], args: argparse.Namespace) -> None:
                     order = ENDPOINTS if turn % 2 == 0 else ENDPOINTS[::-1]
                     pair = {}
                     for endpoint in order:
-                        path, bodies = (
-                            ("/floor", []) if endpoint == "floor"
-                            else ("/api/v1/resolve", target.bodies)
-                        )  # fmt: skip
+                        # The governed floor is sent the resolve's requests (POST, with
+                        # the key), and ignores their bodies; the bare floor is a GET.
+                        path, bodies = _PATHS[endpoint], target.bodies
+                        if endpoint == "floor":
+                            bodies = []
                         pair[endpoint] = load(target.base, path, bodies, target.key, clients, piece)
                     pairs.append(pair)
                 result[f"c{clients}"] = {
@@ -409,8 +432,12 @@ def measure(targets_: list[Target], args: argparse.Namespace) -> None:
             target.rounds.append(result)
 
 
-ENDPOINTS = ("floor", "resolve")
+# The bare floor, the governed floor (the key read and one Redis round trip: bench.urls)
+# and resolve, measured side by side in each turn.
+ENDPOINTS = ("floor", "governed", "resolve")
+_PATHS = {"floor": "/floor", "governed": "/floor/checks", "resolve": "/api/v1/resolve"}
 _STATS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "rps")
+_RATIOS = ("p50_ratio", "rps_ratio", "p50_ratio_governed", "rps_ratio_governed")
 _COUNTS = ("requests", "non_2xx", "socket_errors")
 
 
@@ -425,12 +452,17 @@ def _merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _pair_ratios(pair: dict[str, dict[str, Any]]) -> dict[str, float]:
-    """Resolve over the floor in one pair of adjacent runs."""
+    """Resolve over the floor, and over the governed floor, in one turn of adjacent runs."""
     floor, resolve = pair["floor"], pair["resolve"]
-    return {
+    ratios = {
         "p50_ratio": round(resolve["p50_ms"] / max(floor["p50_ms"], 1e-9), 3),
         "rps_ratio": round(resolve["rps"] / max(floor["rps"], 1e-9), 3),
     }
+    governed = pair.get("governed")  # absent from reports before issue 46
+    if governed is not None:
+        ratios["p50_ratio_governed"] = round(resolve["p50_ms"] / max(governed["p50_ms"], 1e-9), 3)
+        ratios["rps_ratio_governed"] = round(resolve["rps"] / max(governed["rps"], 1e-9), 3)
+    return ratios
 
 
 def median_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -441,12 +473,15 @@ def median_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     for c in ("c1", "c8"):
         out[c] = {}
         for endpoint in ENDPOINTS:
-            out[c][endpoint] = _merged([r[c][endpoint] for r in rounds])
+            if all(endpoint in r[c] for r in rounds):
+                out[c][endpoint] = _merged([r[c][endpoint] for r in rounds])
         pairs = [pair for r in rounds for pair in r[c].get("pairs", [])]
         if pairs:
             out[c]["paired"] = {"pairs": len(pairs)}
-            for ratio in ("p50_ratio", "rps_ratio"):
-                values = [pair[ratio] for pair in pairs]
+            for ratio in _RATIOS:
+                values = [pair[ratio] for pair in pairs if ratio in pair]
+                if not values:
+                    continue
                 out[c]["paired"][ratio] = round(statistics.median(values), 3)
                 out[c]["paired"][f"{ratio}_range"] = [min(values), max(values)]
     return out
@@ -494,6 +529,23 @@ def targets(sizes: dict[str, Any]) -> dict[str, Any]:
             "target": f"≥ {FLOOR_RPS_TARGET}",
             "met": ratio >= FLOOR_RPS_TARGET,
         }
+    for name in names:  # issue 46: against the governed floor
+        paired_c1 = sizes[name]["http"]["c1"].get("paired", {})
+        paired_c8 = sizes[name]["http"]["c8"].get("paired", {})
+        if "p50_ratio_governed" in paired_c1:
+            ratio = paired_c1["p50_ratio_governed"]
+            out[f"p50_resolve_over_governed_{name}_c1"] = {
+                "ratio": round(ratio, 2),
+                "target": f"≤ {GOVERNED_P50_TARGET}",
+                "met": ratio <= GOVERNED_P50_TARGET,
+            }
+        if "rps_ratio_governed" in paired_c8:
+            ratio = paired_c8["rps_ratio_governed"]
+            out[f"rps_resolve_over_governed_{name}_c8"] = {
+                "ratio": round(ratio, 2),
+                "target": f"≥ {GOVERNED_RPS_TARGET}",
+                "met": ratio >= GOVERNED_RPS_TARGET,
+            }
     return out
 
 
@@ -514,7 +566,9 @@ def table(report: dict[str, Any]) -> str:
     lines.append("size   clients  endpoint    p50 ms   p95 ms   p99 ms     req/s  non-2xx")
     for name, size in report["sizes"].items():
         for c in ("c1", "c8"):
-            for endpoint in ("floor", "resolve"):
+            for endpoint in ENDPOINTS:
+                if endpoint not in size["http"][c]:
+                    continue
                 r = size["http"][c][endpoint]
                 failed = r["non_2xx"] + r["socket_errors"]
                 lines.append(
@@ -534,6 +588,12 @@ def table(report: dict[str, Any]) -> str:
                     f"   req/s {paired['rps_ratio']:.2f} ({low_rps:.2f} to {high_rps:.2f})"
                     f"   {paired['pairs']} pairs"
                 )
+                if "p50_ratio_governed" in paired:
+                    lines.append(
+                        f"{'':<6} {'':>7}  over the governed floor: p50 "
+                        f"{paired['p50_ratio_governed']:.2f}   req/s "
+                        f"{paired['rps_ratio_governed']:.2f}"
+                    )
     lines.append("")
     for name, size in report["sizes"].items():
         loads = ", ".join(f"{r['load_average']:.1f}" for r in size["rounds"])
@@ -588,6 +648,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.database_url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("set DATABASE_URL (or --database-url) to a PostgreSQL URL")
+    if not args.redis_url:
+        raise SystemExit("set REDIS_URL (or --redis-url): the governed floor reads Redis")
     sys.path.insert(0, str(ROOT))
 
     started = datetime.now(UTC)

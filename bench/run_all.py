@@ -132,6 +132,29 @@ def targets(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
                     load=load,
                 )
             )
+            paired_c1, paired_c8 = c1.get("paired", {}), c8.get("paired", {})
+            if "p50_ratio_governed" in paired_c1:
+                lines.append(
+                    _line(
+                        f"cold resolve p50 / governed floor p50, 1 client, {size}",
+                        round(paired_c1["p50_ratio_governed"], 2),
+                        2.0,
+                        at_most=True,
+                        unit="x",
+                        load=load,
+                    )
+                )
+            if "rps_ratio_governed" in paired_c8:
+                lines.append(
+                    _line(
+                        f"cold resolve req/s / governed floor req/s, 8 clients, {size}",
+                        round(paired_c8["rps_ratio_governed"], 2),
+                        0.5,
+                        at_most=False,
+                        unit="x",
+                        load=load,
+                    )
+                )
         small, large = next(iter(sizes)), list(sizes)[-1]
         for clients in ("c1", "c8"):
             lines.append(
@@ -166,6 +189,17 @@ def targets(results: dict[str, dict[str, Any] | None]) -> list[dict[str, Any]]:
                     load=load,
                 )
             )
+            if paired and "warm_over_governed" in paired:
+                lines.append(
+                    _line(
+                        "warm resolve req/s / governed floor req/s, 16 clients",
+                        round(paired["warm_over_governed"], 2),
+                        0.8,
+                        at_most=False,
+                        unit="x",
+                        load=load,
+                    )
+                )
             lines.append(
                 _line(
                     "warm resolve p99 / floor p99, 16 clients",

@@ -21,16 +21,16 @@ def floor(request: HttpRequest) -> JsonResponse:
 
 @csrf_exempt
 def floor_checks(request: HttpRequest) -> JsonResponse:
-    """What a cached resolve's checks cost and nothing else (docs/architecture.md, Resolve's
-    hot path): the caller's key read from the database, the throttle's Redis script and
-    the cache's read script. No validation, no answer."""
+    """The governed floor (issue 46): the minimum any authenticated, throttled, cached read
+    must do on this stack, and nothing else: the caller's key read from the database, and
+    the throttle's Redis script with the cache's read script in one round trip, as a
+    resolve sends them (``memory.throttle.admit_with``). No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
     key = keys.api_key_for_raw(raw)
     if key is None:
         return JsonResponse({"status": "unknown key"}, status=401)
     window = throttle.Window(bucket=f"mg:floor:{key.pk}", limit=10**9, period=60, now=time.time())
-    throttle.admit(window)
-    generations.read_entry(key.tenant_id, "floor", {"floor": "checks"})
+    throttle.admit_with(window, generations.read_call(key.tenant_id, "floor", {"floor": "checks"}))
     return JsonResponse({"status": "ok"})
 
 

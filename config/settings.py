@@ -66,11 +66,13 @@ MIDDLEWARE = [
     "config.security.ContentSecurityPolicyMiddleware",
     "config.security.UntrustedProxyWarningMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, CSRF, auth and messages as Django's, skipped for an API request that
+    # carries a key (config.browser); the host check stays in CommonMiddleware for all.
+    "config.browser.BrowserSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.browser.BrowserCsrfViewMiddleware",
+    "config.browser.BrowserAuthenticationMiddleware",
+    "config.browser.BrowserMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -95,11 +97,20 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'memgov.sqlite3'}")
-# Persistent connections, checked before reuse: one per gunicorn thread (MEMGOV_WEB_THREADS
-# per web worker process), kept 60 s between requests.
+# Persistent connections: one per gunicorn thread (MEMGOV_WEB_THREADS per web worker
+# process), kept 60 s between requests. Workers, beat and commands check one before reuse
+# (CONN_HEALTH_CHECKS, a SELECT 1 round trip); the web role does not
+# (deploy/gunicorn.conf.py sets MEMGOV_DB_HEALTH_CHECKS=false): a request's first read
+# finds a dead connection and runs again on a new one (core.sql.read_reconnecting).
 DATABASES = {
-    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    "default": dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=60,
+        conn_health_checks=env_bool("MEMGOV_DB_HEALTH_CHECKS", default=True),
+    )
 }
+# Database sessions, their load retried on a dead connection like the key read.
+SESSION_ENGINE = "config.sessions"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and a busy timeout let the web server and the worker share the file.
     DATABASES["default"]["OPTIONS"] = {

@@ -20,7 +20,7 @@ from contract.serializers import (
 )
 from core.errors import InvalidContent, NotFound
 from core.principals import Principal
-from memory import proposals, resolution, selectors, sources
+from memory import cache, generations, proposals, resolution, selectors, sources
 from memory.representations import memory_representation, source_representation
 from memory.retrievals import task_record
 
@@ -87,12 +87,33 @@ def resolved(principal: Principal, data: Any) -> dict[str, Any]:
     return resolution.resolve_for(principal, _resolve_request(valid))
 
 
-def resolved_encoded(principal: Principal, data: Any) -> dict[str, Any] | EncodedJSON:
+def resolved_encoded(
+    principal: Principal,
+    data: Any,
+    *,
+    valid: Mapping[str, Any] | None = None,
+    prefetched: generations.Prefetch | None = None,
+) -> dict[str, Any] | EncodedJSON:
     """As ``resolved``, but an answer from the cache stays the JSON it was stored as, for
-    a surface that sends JSON (``contract.renderers``)."""
-    valid = validated(ResolveInput, data)
-    answer = resolution.resolve_answer(principal, _resolve_request(valid))
+    a surface that sends JSON (``contract.renderers``). ``valid`` and ``prefetched``:
+    what ``resolve_read_ahead`` validated and read ahead of the handler."""
+    if valid is None:
+        valid = validated(ResolveInput, data)
+    answer = resolution.resolve_answer(principal, _resolve_request(valid), prefetched)
     return answer if isinstance(answer, dict) else EncodedJSON(answer)
+
+
+def resolve_read_ahead(
+    principal: Principal, data: Any
+) -> tuple[dict[str, Any] | None, cache.ScriptCall | None]:
+    """A resolve's input validated before its handler runs, and the cache read the handler
+    will make (``contract.auth.ReadsCacheAhead``). Invalid input gives (None, None): the
+    handler validates it again and answers the 422 as always."""
+    try:
+        valid = validated(ResolveInput, data)
+    except (InvalidContent, serializers.ValidationError):
+        return None, None
+    return valid, resolution.cache_read_call(principal, _resolve_request(valid))
 
 
 def _resolve_request(valid: Mapping[str, Any]) -> resolution.ResolveRequest:

@@ -10,7 +10,7 @@ from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
 from core.principals import Principal, principal_for_key, principal_for_user
-from memory import throttle
+from memory import cache, generations, throttle
 from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
@@ -71,6 +71,18 @@ class IsTenantPrincipal(permissions.BasePermission):
         return True
 
 
+class ReadsCacheAhead:
+    """A view whose handler reads the resolution cache (resolve): the throttle sends that
+    read in its own round trip to Redis and leaves what it read in ``prefetched``."""
+
+    prefetched: generations.Prefetch | None = None
+
+    def cache_read_ahead(self, request: Request) -> cache.ScriptCall | None:
+        """The read script's call the handler will make, or None (not cacheable, or the
+        request is not valid: the handler then answers it as before). Never raises."""
+        return None
+
+
 class PrincipalRateThrottle(throttling.SimpleRateThrottle):
     """One bucket per API key (or per person for sessions).
 
@@ -112,7 +124,11 @@ class PrincipalRateThrottle(throttling.SimpleRateThrottle):
         if window is None:
             return True
         self.key = window.bucket
-        self._retry_after = throttle.admit(window)
+        if isinstance(view, ReadsCacheAhead):
+            read = view.cache_read_ahead(request)
+            self._retry_after, view.prefetched = throttle.admit_with(window, read)
+        else:
+            self._retry_after = throttle.admit(window)
         return self._retry_after is None
 
     def wait(self) -> float | None:

@@ -7,16 +7,18 @@ once a connection has run them a few times, where the deployment allows it
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
 from psycopg.adapt import AdaptersMap, Buffer
 from psycopg.types.array import ListBinaryDumper
+
+from core.inputs import may_hold_long_integer
 
 
 @cache
@@ -58,18 +60,33 @@ class _BinaryArraysCursor(ServerBindingCursor):
         adapters.register_dumper(list, ListBinaryDumper)
 
 
-# Nineteen digits in a row may be an integer beyond 64 bits, which orjson reads as a float.
-# With every digit written as "0" they are one substring search away: a regular expression
-# took three to ten times as long on a candidate row.
-_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
-_NINETEEN_DIGITS = b"0" * 19
+T = TypeVar("T")
+
+
+def read_reconnecting(read: Callable[[], T]) -> T:
+    """A request's first read, run once more on a new connection when the persistent one
+    it reused turns out dead (the server restarted, a pooler or ``pg_terminate_backend``
+    dropped it while idle). The web role does not check a connection before reuse
+    (``CONN_HEALTH_CHECKS`` off: a ``SELECT 1`` round trip on every request), so a dead one
+    is found here instead. Only a read outside any transaction runs again: nothing of it
+    can have been half done, and nothing written before it is undone. A new connection
+    that fails, or an error the connection survives (a statement timeout), is raised."""
+    django: Any = connections[DEFAULT_DB_ALIAS]
+    reused = django.connection is not None
+    try:
+        return read()
+    except (OperationalError, InterfaceError):
+        if not reused or django.in_atomic_block or django.is_usable():
+            raise
+        django.close()
+    return read()
 
 
 def json_loads(data: Buffer | str) -> Any:
     """JSON text as Python values: orjson, several times faster than ``json``, except for
     a long integer, which orjson rounds and ``json`` keeps."""
     raw = data.encode() if isinstance(data, str) else bytes(data)
-    if len(raw) >= 19 and _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+    if may_hold_long_integer(raw):
         return json.loads(raw)
     return orjson.loads(raw)
 

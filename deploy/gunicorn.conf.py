@@ -24,6 +24,9 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 # A request's statement is cancelled after this (a quick 503, config/settings.py), so a
 # hung PostgreSQL frees the thread long before gunicorn's timeout; web processes only.
 os.environ.setdefault("MEMGOV_DB_STATEMENT_TIMEOUT", "10s")
+# No SELECT 1 before each request's first statement: a dead persistent connection is found
+# by that first read and it runs again on a new one (core.sql.read_reconnecting).
+os.environ.setdefault("MEMGOV_DB_HEALTH_CHECKS", "false")
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = 5
 

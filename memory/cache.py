@@ -8,6 +8,7 @@ timeout; a change that needs it is refused instead (``memory.generations``)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -76,6 +77,36 @@ def run_script(source: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
     if script is None:
         script = _scripts[source] = client.register_script(source)
     return script(keys=keys, args=args, client=client)
+
+
+# A script's call: its source, its keys and its arguments.
+ScriptCall = tuple[str, Sequence[str], Sequence[Any]]
+_shas: dict[str, str] = {}
+
+
+def _sha(source: str) -> str:
+    sha = _shas.get(source)
+    if sha is None:
+        sha = _shas[source] = hashlib.sha1(source.encode()).hexdigest()  # noqa: S324 - Redis's script id
+    return sha
+
+
+def run_scripts(calls: Sequence[ScriptCall]) -> list[Any]:
+    """Several scripts in one round trip: a pipeline of plain ``EVALSHA`` (a pipeline of
+    redis-py's ``Script`` objects sends ``SCRIPT EXISTS`` first, a second round trip). A
+    script the server does not have (NOSCRIPT, after a restart or a flush) did not run: it
+    is loaded and run on its own. A script that failed otherwise is returned as its
+    exception, in its place; a connection that fails raises."""
+    client = redis_client()
+    pipe = client.pipeline(transaction=False)
+    for source, keys, args in calls:
+        pipe.evalsha(_sha(source), len(keys), *keys, *args)
+    results: list[Any] = pipe.execute(raise_on_error=False)
+    for at, (source, keys, args) in enumerate(calls):
+        if isinstance(results[at], NoScriptError):
+            client.script_load(source)
+            results[at] = client.evalsha(_sha(source), len(keys), *keys, *args)
+    return results
 
 
 def redis_usable() -> bool:

@@ -253,13 +253,39 @@ class Entry:
     held: bool
 
 
-def read_entry(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> Entry:
-    """One round trip; raises when Redis fails."""
+def read_call(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> cache.ScriptCall:
+    """The read script's call for the entry of ``shape`` about the subject."""
     canonical = orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)
     digest = hashlib.sha256(canonical).hexdigest()[:32]
     args = [_fresh_start(), _fresh_start(), entry_prefix(tenant_id, subject_id), digest]
-    key, stored, held = run_script(READ_SCRIPT, generation_keys(tenant_id, subject_id), args)
+    return READ_SCRIPT, generation_keys(tenant_id, subject_id), args
+
+
+def entry_read(result: Any) -> Entry:
+    """What the read script answered."""
+    key, stored, held = result
     return Entry(key=key.decode(), stored=stored, held=bool(held))
+
+
+def read_entry(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> Entry:
+    """One round trip; raises when Redis fails."""
+    return entry_read(run_script(*read_call(tenant_id, subject_id, shape)))
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """A read of the cache sent early in one round trip with another script (the
+    throttle's, ``memory.throttle.admit``): its call, and what Redis answered to it (an
+    exception when Redis failed). ``get_or_compute`` uses it for the same call only."""
+
+    call: cache.ScriptCall
+    result: Any
+
+
+def may_prefetch() -> bool:
+    """Whether a read may be sent ahead now: the cache is on and Redis trusted, and no
+    generation move of this process is pending (those go first, ``_move_pending``)."""
+    return cache.enabled() and cache.redis_usable() and not _pending
 
 
 # What a computation hands the cache: the answer, and when it stops being true (or None).
@@ -272,6 +298,7 @@ def get_or_compute(
     subject_id: str,
     shape: Mapping[str, Any],
     compute: Callable[[], Computed],
+    prefetched: Prefetch | None = None,
 ) -> dict[str, Any] | bytes:
     """The cached answer about one subject for ``shape`` as it was stored (JSON), or
     ``compute()``'s body, stored until its end of truth. When Redis fails (or failed
@@ -284,8 +311,7 @@ def get_or_compute(
         metrics.resolve_cache_outcome("bypassed")
         return compute()[0]
     try:
-        _move_pending()
-        entry = read_entry(tenant_id, subject_id, shape)
+        entry = _prefetched_or_read(tenant_id, subject_id, shape, prefetched)
     except REDIS_DOWN:
         redis_failed("read")
         metrics.resolve_cache_outcome("error")
@@ -302,6 +328,26 @@ def get_or_compute(
     else:
         _store(entry.key, body, next_change)
     return body
+
+
+def _prefetched_or_read(
+    tenant_id: int, subject_id: str, shape: Mapping[str, Any], prefetched: Prefetch | None
+) -> Entry:
+    """The entry the prefetch read when it was for this very call, else a read now."""
+    if prefetched is not None:
+        call = read_call(tenant_id, subject_id, shape)
+        # The same keys, entry prefix and shape digest; the fresh starts (used only when a
+        # generation is missing) differ by nature.
+        if (call[0], list(call[1]), list(call[2][2:])) == (
+            prefetched.call[0],
+            list(prefetched.call[1]),
+            list(prefetched.call[2][2:]),
+        ):
+            if isinstance(prefetched.result, Exception):
+                raise prefetched.result
+            return entry_read(prefetched.result)
+    _move_pending()
+    return read_entry(tenant_id, subject_id, shape)
 
 
 def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None:

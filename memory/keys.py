@@ -18,7 +18,7 @@ from django.db.models import Model, Q
 from django.utils import timezone
 
 from core.models import ApiKey, Membership, Tenant
-from core.sql import bound_on_server
+from core.sql import bound_on_server, read_reconnecting
 
 KEY_PREFIX = "mg"
 # A key's use is recorded at most this often, so authentication is not a write per request.
@@ -111,9 +111,8 @@ def _live_key(prefix: str) -> ApiKey | None:
     global _read
     if _read is None:
         _read = _KeyRead()
-    with bound_on_server(), connection.cursor() as cursor:  # prepared once run often
-        cursor.execute(_read.sql, [prefix, timezone.now()])
-        row = cursor.fetchone()
+    statement = _read
+    row = read_reconnecting(lambda: _key_row(statement, prefix))  # a request's first query
     if row is None:
         return None
     key, tenant, user, membership = _read.instances(row)
@@ -122,6 +121,13 @@ def _live_key(prefix: str) -> ApiKey | None:
     if user is not None and membership is not None:
         user.membership = membership
     return key  # type: ignore[no-any-return]
+
+
+def _key_row(statement: _KeyRead, prefix: str) -> tuple[Any, ...] | None:
+    with bound_on_server(), connection.cursor() as cursor:  # prepared once run often
+        cursor.execute(statement.sql, [prefix, timezone.now()])
+        row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
 
 
 def touch(key: ApiKey) -> None:

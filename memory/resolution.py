@@ -18,7 +18,7 @@ from django.utils import timezone
 from config import metrics
 from core.principals import Principal
 from core.times import iso, iso_instant
-from memory import generations, resolver
+from memory import cache, generations, resolver
 from memory.candidates import (
     Authorities,
     CandidateRequest,
@@ -247,7 +247,23 @@ def _dated(found: dict[str, Any] | bytes, now: datetime) -> Answer:
     return instants + found[1:]
 
 
-def _cached_answer(principal: Principal, request: ResolveRequest, now: datetime) -> Answer:
+def cache_read_call(principal: Principal, request: ResolveRequest) -> cache.ScriptCall | None:
+    """The cache read this resolve will make, to be sent ahead with the throttle's script
+    (``memory.throttle.admit_with``), or None when it will make none or must read itself."""
+    if request.valid_at is not None or request.known_at is not None:
+        return None
+    if not generations.may_prefetch():
+        return None
+    shape = cache_shape(principal, request)
+    return generations.read_call(principal.tenant.id, request.subject, shape)
+
+
+def _cached_answer(
+    principal: Principal,
+    request: ResolveRequest,
+    now: datetime,
+    prefetched: generations.Prefetch | None = None,
+) -> Answer:
     """Only answers for "now" are cached; a hit is restamped with this instant."""
     if request.valid_at is not None or request.known_at is not None:
         metrics.resolve_cache_outcome("uncacheable")
@@ -257,6 +273,7 @@ def _cached_answer(principal: Principal, request: ResolveRequest, now: datetime)
         subject_id=request.subject,
         shape=cache_shape(principal, request),
         compute=lambda: _undated(_fresh(principal, request, now)),
+        prefetched=prefetched,
     )
     return _dated(found, now)
 
@@ -271,11 +288,15 @@ def cached_resolution(
     return _body(_cached_answer(principal, request, now))
 
 
-def resolve_answer(principal: Principal, request: ResolveRequest) -> Answer:
+def resolve_answer(
+    principal: Principal,
+    request: ResolveRequest,
+    prefetched: generations.Prefetch | None = None,
+) -> Answer:
     """The answer, and with a ``task_id`` its retrieval record (which needs the body)."""
     now = timezone.now()
     with metrics.RESOLVE_LATENCY.time():
-        answer = _cached_answer(principal, request, now)
+        answer = _cached_answer(principal, request, now, prefetched)
     if not request.task_id:
         return answer
     body = _body(answer)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory import cache
+from memory import cache, generations
 from memory.keys import hash_key
 
 if TYPE_CHECKING:
@@ -64,14 +64,30 @@ def admit(window: Window) -> float | None:
     """Count a request in its window (one Redis round trip): None when it is within the
     rate, else the seconds to wait. When Redis fails (or failed moments ago), None:
     serving beats throttling."""
+    return admit_with(window, None)[0]
+
+
+def admit_with(
+    window: Window, also: cache.ScriptCall | None
+) -> tuple[float | None, generations.Prefetch | None]:
+    """``admit``, with the resolution cache's read script ``also`` sent in the same round
+    trip (a resolve's, issue 46), and what it read. The throttle's script runs first and
+    counts as alone; the read changes nothing a refusal would have to undo."""
     if not cache.redis_usable():
-        return None
+        return None, None
+    calls: list[cache.ScriptCall] = [(_SCRIPT, window.keys, window.args)]
+    if also is not None:
+        calls.append(also)
     try:
-        allowed, current, previous = cache.run_script(_SCRIPT, window.keys, window.args)
-    except cache.REDIS_DOWN:
+        results = cache.run_scripts(calls)
+        if isinstance(results[0], Exception):
+            raise results[0]
+    except cache.REDIS_DOWN as exc:
         cache.redis_failed("throttle")
-        return None
-    return None if allowed else window.wait(int(current), int(previous))
+        return None, None if also is None else generations.Prefetch(also, exc)
+    prefetched = None if also is None else generations.Prefetch(also, results[1])
+    allowed, current, previous = results[0]
+    return (None if allowed else window.wait(int(current), int(previous))), prefetched
 
 
 _TENANTS_MAX = 4096
