@@ -18,8 +18,6 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 # The id of the request (or task) this code runs for; "-" outside of both.
 request_id: ContextVar[str] = ContextVar("memgov_request_id", default="-")
 task_context: ContextVar[dict[str, str] | None] = ContextVar("memgov_task", default=None)
@@ -72,21 +70,6 @@ class JsonFormatter(logging.Formatter):
             line.update(fields)
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json_line(line)
-
-
-# Datetimes and dataclasses go through ``str`` as they did with ``json``, not orjson's own
-# forms, so a field keeps its shape in the log.
-_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-
-
-def json_line(line: Mapping[str, Any]) -> str:
-    """One log line's JSON: orjson, a few times faster than ``json`` on every request line;
-    ``json`` for what orjson refuses (a lone surrogate, a key that is not a string, an
-    integer beyond 64 bits), so that a line is never lost."""
-    try:
-        return orjson.dumps(line, default=str, option=_ORJSON_OPTIONS).decode()
-    except orjson.JSONEncodeError:
         return json.dumps(line, default=str, separators=(",", ":"))
 
 

@@ -29,8 +29,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-import orjson
-
 from core.errors import InvalidContent, Unparseable
 
 MAX_JSON_DEPTH = 64
@@ -121,33 +119,12 @@ def load_json(raw: bytes) -> Any:
     """Decode a JSON body under the boundary's rules (Unparseable 400 / InvalidContent 422)."""
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise Unparseable(_TOO_DEEP)
-    if not may_hold_long_integer(raw):
-        try:
-            return _storable(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            pass  # the standard library decides, below, what orjson refuses (see its note)
     try:
         text = codecs.decode(raw, "utf-8")
         data = json.loads(text, parse_constant=_refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Unparseable(f"JSON parse error - {exc}") from exc
     return _storable(data)
-
-
-# orjson parses a body several times faster than ``json``, and refuses NaN and Infinity as
-# the boundary does, but it differs on three inputs, which go to the standard library so
-# that each keeps its answer: an integer beyond 64 bits (orjson rounds it to a float; it is
-# kept exact), a lone surrogate's escape (orjson's 400; a 422 naming the member) and a
-# number beyond a double (orjson's 400; what ``json`` made of it before).
-# Nineteen digits in a row may be such an integer. With every digit written as "0" they are
-# one substring search away: a regular expression took three to ten times as long.
-_DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
-_NINETEEN_DIGITS = b"0" * 19
-
-
-def may_hold_long_integer(raw: bytes) -> bool:
-    """Whether JSON text may hold an integer beyond 64 bits, which orjson reads as a float."""
-    return len(raw) >= 19 and _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def checked_json(data: Any) -> Any:
