@@ -35,12 +35,12 @@ from importlib import import_module
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.base import SessionBase
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponseBase
 
 from config.logs import request_tenant, request_tenant_slug
 from config.problems import problem_response
-from core.models import Membership, Tenant
+from core.models import Membership
+from memory import throttle
 from memory.throttle import tenant_of_raw_key
 
 UNVERIFIED = "unverified"
@@ -79,38 +79,25 @@ def tenant_of_session(session_key: str) -> int | None:
     user_id = store.get(SESSION_KEY)  # an expired, deleted or made-up session reads empty
     if user_id is None:
         return None
-    tenant_id = (
+    member = (
         Membership.objects.filter(user_id=user_id, user__is_active=True)
-        .values_list("tenant_id", flat=True)
+        .values_list("tenant_id", "tenant__slug")
         .first()
     )
-    if tenant_id is None:
+    if member is None:
         return None
+    tenant_id, slug = member
+    throttle.remember_slug(tenant_id, slug)
     if len(_tenant_of_session) >= _SESSIONS_MAX:
         _tenant_of_session.clear()
     _tenant_of_session[digest] = tenant_id
     return tenant_id
 
 
-_slugs: dict[int, str] = {}
-
-
 def tenant_slug(tenant: Hashable) -> str | None:
-    """A tenant id's slug for the request line, read once per tenant and process (tenants
-    are few, and a slug never changes); None for an unverified key, or while the database
-    does not answer (the line keeps the id)."""
-    if not isinstance(tenant, int):
-        return None
-    known = _slugs.get(tenant)
-    if known is None:
-        try:
-            known = Tenant.objects.filter(pk=tenant).values_list("slug", flat=True).first()
-        except DatabaseError:
-            return None
-        if known is None:
-            return None
-        _slugs[tenant] = known
-    return known
+    """A tenant id's slug for the request line, as remembered when its key or session was
+    read (``throttle.remember_slug``); None for an unverified key or one not yet seen."""
+    return throttle.slug_of(tenant) if isinstance(tenant, int) else None
 
 
 class TenantShareMiddleware:

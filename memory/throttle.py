@@ -97,12 +97,29 @@ _tenant_of_key: dict[str, int] = {}
 def remember_tenant(principal: Principal) -> None:
     """An authenticated key's tenant, by the key's hash (``ApiKey.key_hash``). Called from
     request threads; one dict store, atomic under the GIL."""
+    remember_slug(principal.tenant.pk, getattr(principal.tenant, "slug", None))
     key = principal.api_key
     if key is None or _tenant_of_key.get(key.key_hash) == principal.tenant.pk:
         return
     if len(_tenant_of_key) >= _TENANTS_MAX:
         _tenant_of_key.clear()
     _tenant_of_key[key.key_hash] = principal.tenant.pk
+
+
+_slug_of_tenant: dict[int, str] = {}
+
+
+def remember_slug(tenant_id: int, slug: str | None) -> None:
+    """A tenant's slug, seen where the tenant was read anyway (a key's or a session's
+    principal): the request line of a refusal names it without a query of its own."""
+    if slug and _slug_of_tenant.get(tenant_id) != slug:
+        if len(_slug_of_tenant) >= _TENANTS_MAX:
+            _slug_of_tenant.clear()
+        _slug_of_tenant[tenant_id] = slug
+
+
+def slug_of(tenant_id: int) -> str | None:
+    return _slug_of_tenant.get(tenant_id)
 
 
 def tenant_of_raw_key(raw: str) -> int | None:
