@@ -93,6 +93,6 @@ def test_sam_lands_on_his_memories_and_corrects_the_address_in_a_text_box(site: 
     version = MemoryVersion.objects.get(item_id=memory_id, number=2)
     assert (version.value, version.status) == ("4 Dock Road, 2nd floor", Status.PENDING_REVIEW)
 
-    page.get_by_role("link", name="Your memories").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Your memories").click()
     expect(page.locator("#failed")).to_have_count(0)  # corrected: nothing failed is left
     screenshot(page, "owner_your_memories_after_correction_1280")
