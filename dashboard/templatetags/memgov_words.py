@@ -87,7 +87,6 @@ def detail_words(text: str) -> str:
     applies"); the rest of the sentence is already words."""
     worded = CODED.sub(lambda m: OUTCOME_WORDS[m.group(1)], str(text))
     worded = KIND_CODED.sub(lambda m: kind_name(m.group(1)), worded)
-    worded = worded.replace(" , ", ", ")  # "(this version , tenant-wide)": no id to show
     return UNSCOPED.sub("tenant-wide", worded)  # one name for a scope that applies everywhere
 
 
