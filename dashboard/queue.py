@@ -164,30 +164,35 @@ def review_queue(principal: Principal) -> tuple[list[QueueRow], list[QueueRow]]:
         .select_related("subject")
         .order_by("status_changed_at", "pk")
     )
-    decidable: list[MemoryVersion] = []
+    to_decide: list[MemoryVersion] = []
+    decided: list[MemoryVersion] = []
     for version in pending:
-        if len(decidable) >= 2 * QUEUE_LIMIT:
+        if len(to_decide) >= QUEUE_LIMIT:
             break
         if authority.may_decide(version):
-            decidable.append(version)
-    stale = previews_staleness(decidable)
-    mine: list[QueueRow] = []
-    waiting: list[QueueRow] = []
-    for version in decidable:
+            (decided if _decided_by(version, user.pk) else to_decide).append(version)
+    stale = previews_staleness(to_decide)  # the decided ones' rows show no checks
+    for version in to_decide:
+        if version.pk in stale:
+            preview_rerun(version, stale[version.pk])
+    return _rows(to_decide, stale), _rows(decided[:QUEUE_LIMIT], stale)
+
+
+def _rows(versions: list[MemoryVersion], stale: dict[int, Stale]) -> list[QueueRow]:
+    rows = []
+    for version in versions:
         approvals = [a for a in version.approvals.all() if a.decision == "approve"]
-        row = QueueRow(
-            version,
-            version.status_changed_at,
-            len(approvals),
-            checks_summary(version),
-            tuple(a.reviewer.get_username() for a in approvals),
-            stale.get(version.pk),
+        rows.append(
+            QueueRow(
+                version,
+                version.status_changed_at,
+                len(approvals),
+                checks_summary(version),
+                tuple(a.reviewer.get_username() for a in approvals),
+                stale.get(version.pk),
+            )
         )
-        (waiting if _decided_by(version, user.pk) else mine).append(row)
-    for row in mine[:QUEUE_LIMIT]:
-        if row.stale is not None:
-            preview_rerun(row.version, row.stale)
-    return mine[:QUEUE_LIMIT], waiting[:QUEUE_LIMIT]
+    return rows
 
 
 @dataclass(frozen=True)
