@@ -17,9 +17,9 @@ from django.test import Client
 
 from core.models import Tenant
 from core.principals import Principal, principal_for_user
-from memory import tenancy
+from memory import proposals, tenancy
 from memory.grants import permission_grant
-from memory.models import MemoryItem
+from memory.models import MemoryItem, MemoryVersion
 
 DEMO_PASSWORD = "{}-demo-pass"
 
@@ -45,6 +45,26 @@ class Demo:
 
     def item(self, key: str) -> MemoryItem:
         return MemoryItem.objects.get(pk=self.items[key])
+
+    def order_a_fact(self, field: str, value: Any, statement: str) -> MemoryVersion:
+        """Another fact of order-a (its subject, scope, evidence and expiry), proposed by
+        the agent: a task fact, so it waits for review."""
+        order = self.item("order_a").versions.get()
+        return proposals.memory_propose(
+            principal=self.agent(),
+            data={
+                "kind": "task_fact",
+                "subject": order.subject_id,
+                "field": field,
+                "value": value,
+                "statement": statement,
+                "scope": order.scope,
+                "owner": "sam",
+                "expires_at": order.expires_at,
+                "sources": order.source_ids,
+                "basis": order.basis,
+            },
+        )
 
 
 def _key(item: MemoryItem) -> str:

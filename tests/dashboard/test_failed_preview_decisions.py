@@ -15,7 +15,6 @@ from approvals import services
 from approvals.models import Approval, ScenarioRemoval
 from audit.models import AuditEvent
 from core.outbox import outbox_sweep
-from memory import proposals
 from memory.models import MemoryVersion, Scenario
 from tests.dashboard.support import Demo
 
@@ -169,23 +168,8 @@ def test_reject_is_offered_once_the_checks_failed(demo: Demo, commit: Any) -> No
 
 def _propose_note(demo: Demo, commit: Any, value: str) -> str:
     """A note for order-a's delivery, proposed by the agent: a task fact, so reviewed."""
-    order = demo.item("order_a").versions.get()
     with commit():
-        version = proposals.memory_propose(
-            principal=demo.agent(),
-            data={
-                "kind": "task_fact",
-                "subject": order.subject_id,
-                "field": "delivery_note",
-                "value": value,
-                "statement": f"Order order-a's note: {value}.",
-                "scope": order.scope,
-                "owner": "sam",
-                "expires_at": order.expires_at,
-                "sources": order.source_ids,
-                "basis": order.basis,
-            },
-        )
+        version = demo.order_a_fact("delivery_note", value, f"Order order-a's note: {value}.")
     return version.item_id
 
 

@@ -8,34 +8,13 @@ from django.core import mail
 
 from approvals import tasks
 from approvals.models import CheckResult
-from memory import proposals
-from memory.models import MemoryVersion
 from tests.dashboard.support import Demo
 
 
-def _propose(demo: Demo, field: str, value: str) -> MemoryVersion:
-    """A task fact for order-a whose outbox rows are not relayed: no preview yet."""
-    order = demo.item("order_a").versions.get()
-    return proposals.memory_propose(
-        principal=demo.agent(),
-        data={
-            "kind": "task_fact",
-            "subject": order.subject_id,
-            "field": field,
-            "value": value,
-            "statement": f"Order order-a's {field}: {value}.",
-            "scope": order.scope,
-            "owner": "sam",
-            "expires_at": order.expires_at,
-            "sources": order.source_ids,
-            "basis": order.basis,
-        },
-    )
-
-
 def test_a_digest_runs_every_missing_preview_first_and_reports_each(demo: Demo) -> None:
-    note = _propose(demo, "delivery_note", "ring twice")
-    window = _propose(demo, "delivery_window", "8-11")
+    # Their outbox rows are not relayed: no preview yet.
+    note = demo.order_a_fact("delivery_note", "ring twice", "Order order-a's note: ring twice.")
+    window = demo.order_a_fact("delivery_window", "8-11", "Order order-a's window: 8-11.")
     assert not CheckResult.objects.filter(version__in=[note, window]).exists()
     mail.outbox.clear()
 

@@ -7,28 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from approvals import services
-from memory import catalog, proposals
+from memory import catalog
 from memory.models import Entity, MemoryVersion, Status
-from tests.conftest import later
 from tests.dashboard.support import Demo
+from tests.dashboard.test_held_mentions import _held, commit
 
-
-def _held(demo: Demo, mention: str) -> MemoryVersion:
-    order = demo.item("order_a").versions.get().source_ids
-    return proposals.memory_propose(
-        principal=demo.agent(),
-        data={
-            "kind": "task_fact",
-            "subject_mention": mention,
-            "field": "delivery_window",
-            "value": "mornings",
-            "statement": f"{mention} wants order-b delivered in the morning.",
-            "scope": {"task": "order-b"},
-            "owner": "sam",
-            "expires_at": later(7),
-            "sources": order,
-        },
-    )
+__all__ = ["commit"]  # the fixture, used by name
 
 
 def test_a_schema_refusal_quotes_the_field_and_keeps_the_apostrophe_as_it_is(
@@ -55,9 +39,9 @@ def test_a_schema_refusal_quotes_the_field_and_keeps_the_apostrophe_as_it_is(
 
 
 def test_a_link_made_meanwhile_in_another_tab_says_what_happened_in_words(
-    demo: Demo, django_capture_on_commit_callbacks: Any
+    demo: Demo, commit: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    held = _held(demo, "Dana")
+    held = _held(demo, commit)
     dana = Entity.objects.get(tenant=demo.tenant, name="Dana Kim")
     with django_capture_on_commit_callbacks(execute=True):
         services.memory_link_subject(
@@ -78,9 +62,9 @@ def test_a_link_made_meanwhile_in_another_tab_says_what_happened_in_words(
 
 
 def test_creating_an_entity_with_a_taken_name_asks_first_and_keeps_what_was_typed(
-    demo: Demo, django_capture_on_commit_callbacks: Any
+    demo: Demo, commit: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    held = _held(demo, "Dana")
+    held = _held(demo, commit)
     rita = demo.client("rita")
     typed = {"name": "Dana Kim", "kind": "customer", "aliases": "Dana", "confirm": "on"}
 
