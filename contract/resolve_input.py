@@ -22,9 +22,8 @@ from rest_framework import serializers
 from contract.serializers import ResolveInput
 from core.inputs import text_problem
 
-# ResolveInput's members, in its order (the serializer's validated data keeps that order).
-MEMBERS = ("subject", "fields", "context", "valid_at", "known_at", "task_id", "explain")
-_MEMBER_SET = frozenset(MEMBERS)
+# ResolveInput's members; plainly_valid fills them in the serializer's order.
+MEMBERS = frozenset({"subject", "fields", "context", "valid_at", "known_at", "task_id", "explain"})
 MAX_SUBJECT = 40
 MAX_FIELD = 100
 MAX_FIELDS = 100
@@ -37,7 +36,7 @@ def plainly_valid(data: Any) -> dict[str, Any] | None:
     None when the serializer must decide (it then refuses the body, or accepts one this
     function does not try to read)."""
     # Only a plain dict: a QueryDict (a dict too) is read differently by DRF's fields.
-    if type(data) is not dict or not data.keys() <= _MEMBER_SET:
+    if type(data) is not dict or not data.keys() <= MEMBERS:
         return None
     subject = _text(data.get("subject"), MAX_SUBJECT)
     if subject is None:
@@ -56,7 +55,7 @@ def plainly_valid(data: Any) -> dict[str, Any] | None:
     for name in ("valid_at", "known_at"):
         if name in data:
             when = _time(name, data[name])
-            if when is None and data[name] is not None:  # null is taken: "not given"
+            if when is None and data[name] is not None:  # null is taken: "now"
                 return None
             valid[name] = when
     if "task_id" in data:

@@ -14,9 +14,10 @@ from django.http import QueryDict
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
+from rest_framework.serializers import Serializer
 
 from contract.answers import resolve_validated, validated
-from contract.resolve_input import plainly_valid
+from contract.resolve_input import MEMBERS, plainly_valid
 from contract.serializers import ResolveInput
 from core.errors import InvalidContent
 
@@ -147,6 +148,14 @@ BENCH_BODY = {  # bench.generate.context_for: what the warm resolve benchmark se
     "subject": "ent_01HZX3K9Q8V7W6T5R4P3N2M1B0",
     "context": {"task": "T-7-1", "project": "P-7", "supplier": "S-7", "batch": "B-7"},
 }
+
+
+def test_the_fast_path_knows_exactly_the_serializers_members():
+    """A member added to ResolveInput would only be left to the serializer; one removed
+    would be taken here and refused there: either way this names the drift first."""
+    shape: Serializer[Any] = ResolveInput()  # ``fields`` is also one of its members' names
+
+    assert set(shape.fields) == MEMBERS
 
 
 def test_the_benchmarked_body_is_read_by_the_fast_path_as_the_serializer_reads_it():
