@@ -299,6 +299,9 @@ class SharedFieldsSerializer(StrictInput):
 
 
 class ResolveInput(SharedFieldsSerializer):
+    """The resolve body. ``contract.resolve_input`` reads a plainly valid one without this
+    serializer (the hot path): a field changed here is changed there too."""
+
     subject = serializers.CharField(max_length=40)
     fields = serializers.ListField(  # type: ignore[assignment]  # declared fields leave the class
         child=serializers.CharField(max_length=100),
