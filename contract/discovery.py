@@ -17,7 +17,7 @@ from core.cursors import CURSOR_RULE, MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCod
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind
 from core.principals import Principal
-from memory import discovery, entities, references, search, search_terms, selectors
+from memory import discovery, entities, hybrid, references, search, search_terms, selectors
 from memory.models import Status
 from memory.representations import entity_representation, memory_representation
 
@@ -109,7 +109,7 @@ def searched(principal: Principal, data: Any) -> Page:
         kind=valid.get("kind"),
         statuses=(status,) if status else search.DEFAULT_STATUSES,
     )
-    found = search.search(principal, query)
+    found = hybrid.search_hybrid(principal, query)
     candidates = found.candidates
     if valid.get("cursor"):
         after = _search_key(valid["cursor"])

@@ -29,3 +29,4 @@ class OutboxKind(models.TextChoices):
     ERASURE_DONE = "notify.erasure_done"
     WEBHOOK_EVENT = "webhook.event"
     WEBHOOK_DISABLED = "notify.webhook_disabled"
+    EMBED = "semantic.embed"

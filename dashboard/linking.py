@@ -19,6 +19,8 @@ MATCHED_ON = {
     "name_token": "a word of its name",
     "alias_token": "a word of an alias",
     "alias_prefix": "the start of an alias",
+    "transliteration": "its name in other letters",
+    "semantic": "a name like it",
 }
 FACTS_SHOWN = 5  # per card: enough to recognise the entity, not a full profile
 

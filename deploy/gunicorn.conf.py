@@ -80,15 +80,18 @@ def on_starting(server: Any) -> None:
 def post_worker_init(worker: Any) -> None:
     """Each worker answers probes from its own thread (config/probes.py). A web worker on
     other Redis databases than the deployment's other processes would serve answers they
-    invalidated: it stops here, and gunicorn with it."""
+    invalidated: it stops here, and gunicorn with it. The embedding model loads in the
+    background, so the first search does not wait for it."""
     from config.metrics import WEB_THREADS  # noqa: PLC0415
     from config.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
     from core.deployment import check_redis_databases  # noqa: PLC0415
+    from memory.embeddings import warm_up  # noqa: PLC0415
 
     if probe_port:
         serve_probes(_probe_host(str(worker.cfg.bind[0])), probe_port)
     WEB_THREADS.set(worker.cfg.threads)  # capacity, beside memgov_web_requests_in_flight
     check_redis_databases()
+    warm_up()  # semantic retrieval's model, if any, in the background
 
 
 def _probe_host(bind_address: str) -> str:

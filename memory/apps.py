@@ -5,7 +5,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
 
-from memory import fulltext
+from memory import fulltext, vectors
 from memory.search_terms import fold, with_identifiers
 
 
@@ -15,6 +15,17 @@ def _keep_fulltext(sender: Any, using: str = "default", **_kwargs: Any) -> None:
     connection = connections[using]
     if connection.vendor == "sqlite":
         fulltext.ensure_sqlite(connection)
+
+
+def _keep_vector_store(sender: Any, using: str = "default", **_kwargs: Any) -> None:
+    """The vector column, once the database can hold it (pgvector installed after the
+    first migrate: ``migrate`` again adds it; memory.vectors)."""
+    vectors.ensure_store(connections[using])
+
+
+def _vectors_on_sqlite(sender: Any, connection: Any, **_kwargs: Any) -> None:
+    if connection.vendor == "sqlite":
+        connection.memgov_sqlite_vec = vectors.load_sqlite_vec(connection.connection)
 
 
 def _fold_on_sqlite(sender: Any, connection: Any, **_kwargs: Any) -> None:
@@ -40,3 +51,5 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(_keep_fulltext, sender=self, dispatch_uid="memory.fulltext")
         connection_created.connect(_fold_on_sqlite, dispatch_uid="memory.fold")
+        post_migrate.connect(_keep_vector_store, sender=self, dispatch_uid="memory.vectors")
+        connection_created.connect(_vectors_on_sqlite, dispatch_uid="memory.sqlite_vec")

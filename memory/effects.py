@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from core.kinds import OutboxKind
 from core.outbox import outbox_write
+from memory import semantic
 from memory.models import MemoryVersion, Status
 
 
 def after_version_recorded(version: MemoryVersion) -> None:
     """A preference goes straight to its gate checks; anything for review gets a preview
     run (so the reviewer sees the impact) and its reviewers are told; a held mention's
-    reviewers are told it needs a subject before anyone can review it."""
+    reviewers are told it needs a subject before anyone can review it. Its text gets a
+    vector (again, once a question settled its subject or value)."""
+    semantic.after_recorded(tenant=version.tenant, version_ids=[version.pk])
     if version.status == Status.CHECKING:
         after_checks_requested(version)
     elif version.status == Status.PENDING_REVIEW:

@@ -11,6 +11,7 @@ from audit.chain import digest
 from audit.services import audit_append
 from core.errors import Gone, InvalidContent
 from core.principals import Principal
+from memory import semantic
 from memory.models import (
     Alias,
     Entity,
@@ -71,6 +72,7 @@ def entity_record(
         target_id=entity.pk,
         data={"kind": kind, "aliases": len(aliases)},
     )
+    semantic.after_recorded(tenant=principal.tenant, entity_ids=[entity.pk])
     return entity
 
 
@@ -150,4 +152,5 @@ def alias_add(*, principal: Principal, entity: Entity, alias: str, source: Sourc
             target_id=entity.pk,
             data={"alias_sha256": digest(normalized), "source": source.pk if source else None},
         )
+        semantic.after_recorded(tenant=principal.tenant, entity_ids=[entity.pk])
     return created

@@ -81,7 +81,7 @@ from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
-from memory import cache, erasure_copies, events, generations
+from memory import cache, erasure_copies, events, generations, semantic
 from memory.lifecycle import IN_USE_OR_OPEN, end_use, end_use_of_subject, locked_versions
 from memory.models import (
     Clarification,
@@ -230,6 +230,13 @@ def erasure_start(*, principal: Principal, subject_id: str, reason: str) -> Eras
         evidence = erasure_copies.alias_sources_to_purge(entity)
         purged = erasure_copies.purge_sources(evidence)
         aliases, _ = entity.aliases.all().delete()
+        # Her vectors encode her names and values: gone with the names, before the 202.
+        semantic.forget(
+            entity_ids=[entity.pk],
+            version_ids=list(
+                MemoryVersion.objects.filter(item__in=items).values_list("pk", flat=True)
+            ),
+        )
         items.exclude(subject_mention="").update(subject_mention="")
         entity.name, entity.name_normalized, entity.external_ref = TOMBSTONE, "", ""
         entity.erased_at = now
@@ -407,6 +414,7 @@ def _erase_versions(erasure: Erasure) -> bool:
     changed = MemoryVersion.objects.filter(pk__in=ids, erased_at__isnull=True).update(
         value=None, statement="", basis={}, status_reason="", erased_at=timezone.now()
     )
+    semantic.forget(version_ids=ids)  # also the versions referencing her
     scenarios = Scenario.objects.filter(version_id__in=ids).exclude(context={}).update(context={})
     # A held proposal's question quotes the mention and offers values (and names).
     asked = Clarification.objects.filter(version_id__in=ids).update(

@@ -491,3 +491,46 @@ class Clarification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.version} {self.member}: {self.mention}"
+
+
+class Embedding(models.Model):
+    """The vector of a version's or an entity's text, made by one model (memory.semantic).
+
+    The vector is a column this model does not declare, since its type depends on what
+    the database can do: ``vector`` on PostgreSQL with pgvector, a float32 BLOB that
+    sqlite-vec reads on SQLite; ``memory.semantic.ensure_store`` adds it where it can.
+    Without it the rows are never written and search is lexical (docs/operations.md)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    version = models.ForeignKey(
+        MemoryVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    entity = models.ForeignKey(
+        Entity, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    model = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64, help_text="sha256 of the text embedded")
+    embedded_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="embedding_of_one_thing",
+                condition=Q(version__isnull=True, entity__isnull=False)
+                | Q(version__isnull=False, entity__isnull=True),
+            ),
+            models.UniqueConstraint(
+                fields=["version", "model"],
+                condition=Q(version__isnull=False),
+                name="embedding_one_per_version_model",
+            ),
+            models.UniqueConstraint(
+                fields=["entity", "model"],
+                condition=Q(entity__isnull=False),
+                name="embedding_one_per_entity_model",
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "model"], name="embedding_tenant_model")]
+
+    def __str__(self) -> str:
+        return f"{self.version_id or self.entity_id} ({self.model})"

@@ -27,10 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 
 from core.principals import Principal
-from core.sql import bound_on_server
 from memory import fulltext, search_terms
 from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
@@ -48,14 +47,14 @@ RANKED = 200  # candidates ranked per answer; narrow by subject for more
 LINE = 160  # characters of a candidate's one line
 SIMILARITY = 0.5  # pg_trgm word similarity that counts a name as matched
 # When nothing matched by text or at SIMILARITY, names are read again down to this: a
-# transposition ("norhtwind", 0.43) is kept by its edit distance (``_one_edit``).
+# transposition ("norhtwind", 0.43) is kept by its edit distance (``search_terms.one_edit``).
 NEAR_SCAN = 0.4
 ENTITY_BONUS = 0.5  # a fact about an entity the query names ranks above mere word hits
 MATCH_ALL = "all"  # every candidate has every word of the query
 MATCH_SOME = "some"  # none had them all: candidates ranked by the words they have
 SUBJECT_SHARE = 0.95  # a fact through its subject ranks just below the subject itself
 REFERENCED_SHARE = 0.9  # and through an entity its value references, below that
-NEAR_RATIO = 0.75  # a query word this like a name word is that word misspelled
+NEAR_RATIO = search_terms.NEAR_RATIO
 PARTIAL_WEIGHT = 0.8  # of a partial match's score, the share of the words it covers
 
 
@@ -109,14 +108,10 @@ class Mention:
     covers: frozenset[int]
 
 
-def search(principal: Principal, query: SearchQuery) -> Found:
-    """Every candidate, best first (at most ``RANKED`` of each type). Bound on the server,
-    so psycopg prepares the statements (planning them is a third of a search's time)."""
-    with bound_on_server(), transaction.atomic(savepoint=False):
-        return _search(principal, query)
-
-
-def _search(principal: Principal, query: SearchQuery) -> Found:
+def lexical(principal: Principal, query: SearchQuery) -> Found:
+    """Every candidate by its words, best first (at most ``RANKED`` of each type). The
+    caller binds on the server (psycopg then prepares the statements: planning them is a
+    third of a search's time) in one transaction: memory.hybrid."""
     backend = _backend()
     tenant, labels = principal.tenant.pk, principal.labels
     terms = search_terms.parse(query.q)
@@ -351,7 +346,8 @@ def _near_covers(candidate: Candidate, terms: search_terms.Terms) -> frozenset[i
 
     def near(word: str) -> bool:
         return any(
-            _one_edit(word, n) or difflib.SequenceMatcher(None, word, n).ratio() >= NEAR_RATIO
+            search_terms.one_edit(word, n)
+            or difflib.SequenceMatcher(None, word, n).ratio() >= NEAR_RATIO
             for n in name
         )
 
@@ -419,7 +415,7 @@ class _Backend:
         for row in rows:
             text = " ".join([row[2], row[3] or "", *aliases.get(row[0], ())])
             words = set(search_terms.WORDS.findall(search_terms.fold(_identified(text))))
-            found.append((_entity_candidate(tuple(row), 0.0, {"name"}), words))
+            found.append((entity_candidate(tuple(row), 0.0, {"name"}), words))
         return found
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
@@ -455,7 +451,7 @@ def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return list(cursor.fetchall())
 
 
-def _entity_candidate(row: tuple[Any, ...], score: float, matched: set[str]) -> Candidate:
+def entity_candidate(row: tuple[Any, ...], score: float, matched: set[str]) -> Candidate:
     entity_id, kind, name, external_ref, erased_at = row
     return Candidate(
         type="entity",
@@ -477,7 +473,7 @@ def _merge_entities(found: Iterable[tuple[tuple[Any, ...], float, str]]) -> list
     for row, score, how in found:
         held = by_id.get(row[0])
         if held is None:
-            by_id[row[0]] = _entity_candidate(row, score, {how})
+            by_id[row[0]] = entity_candidate(row, score, {how})
         else:
             held.score = max(held.score, score)
             held.matched.add(how)
@@ -567,7 +563,7 @@ def _source_candidates(rows: list[tuple[Any, ...]]) -> list[Candidate]:
     ]
 
 
-def _narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
+def narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
     """The kind and subject filters (as subject, or referenced in the value), both backends."""
     sql, params = "", list[Any]()
     if query.kind:
@@ -654,7 +650,7 @@ class _Postgres(_Backend):
         visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
         where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
         params: list[Any] = [tenant, list(query.statuses), *visible_params]
-        kind, kind_params = _narrowing(tenant, dataclasses.replace(query, subject=None))
+        kind, kind_params = narrowing(tenant, dataclasses.replace(query, subject=None))
         text = f"{where}{kind} AND {doc} @@ to_tsquery('{fulltext.TEXT_CONFIG}', %s)"
         text_params = [*params, *kind_params, tsquery]
         if query.subject:
@@ -694,7 +690,7 @@ class _Postgres(_Backend):
         visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
         where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
         params: list[Any] = [tenant, list(query.statuses), *visible_params]
-        narrow, narrow_params = _narrowing(tenant, query)
+        narrow, narrow_params = narrowing(tenant, query)
         where += narrow
         params += narrow_params
         excluded = _excluded(query.q)
@@ -816,32 +812,12 @@ def _near(query: str, name: str, similarity: float) -> float:
     if similarity >= SIMILARITY:
         return similarity * NEAR
     words = [w for w in query.split() if len(w) >= TYPO_MIN]
-    if any(_one_edit(w, n) for w in words for n in name.split()):
+    if any(search_terms.one_edit(w, n) for w in words for n in name.split()):
         return SIMILARITY * NEAR
     return 0.0
 
 
 TYPO_MIN = 4  # a word shorter than this is one edit from too many others
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """At most one substitution, insertion, deletion or swap of neighbours apart."""
-    if a == b:
-        return True
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        return (
-            len(diff) == 2
-            and diff[1] == diff[0] + 1
-            and (a[diff[0]], a[diff[1]]) == (b[diff[1]], b[diff[0]])
-        )
-    if abs(len(a) - len(b)) != 1:
-        return False
-    short, long = sorted((a, b), key=len)
-    i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
-    return short[i:] == long[i + 1 :]
 
 
 def _in(values: Sequence[Any]) -> str:
@@ -891,7 +867,7 @@ class _Sqlite(_Backend):
             f"AND {visible}"
         )
         params: list[Any] = [tenant, *query.statuses, *visible_params]
-        narrow, narrow_params = _narrowing(tenant, query)
+        narrow, narrow_params = narrowing(tenant, query)
         return where + narrow, params + narrow_params
 
     def _text_rows(

@@ -10,9 +10,12 @@ as the indexes fold it (case, accents, ``ß`` as ``ss``), so ``Jurgen`` finds J�
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from anyascii import anyascii
 
 # PostgreSQL's english.stop (tsearch_data), the words its English configuration drops:
 # the same list on SQLite, so a query means the same on both.
@@ -48,6 +51,7 @@ _TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORD = re.compile(r"\w+")
 WORDS = _WORD  # how a text is split into words, folded first
 _UNQUOTABLE = re.compile(r"['\\]")
+_POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?$")
 
 
 def fold(text: str) -> str:
@@ -57,6 +61,23 @@ def fold(text: str) -> str:
     for letter, plain in LETTERS.items():
         folded = folded.replace(letter, plain)
     return unicodedata.normalize("NFC", folded)
+
+
+_SYLLABIC = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")  # one character, one syllable
+
+
+def _latin(character: str) -> str:
+    if character.isascii():
+        return character
+    latin = anyascii(character)
+    return f" {latin} " if unicodedata.name(character, "").startswith(_SYLLABIC) else latin
+
+
+def romanized(text: str) -> str:
+    """A name in Latin letters (王伟 → "Wang Wei", Γιώργος → "Giorgos"), or "" when it
+    already is: a transliteration makes a candidate, never a match (seed 000)."""
+    latin = " ".join("".join(_latin(c) for c in text).split())
+    return latin if fold(latin) != " ".join(fold(text).split()) else ""
 
 
 def identifiers(text: str) -> str:
@@ -131,7 +152,9 @@ def parse(q: str) -> Terms:
             continue
         if bare is not None and bare.startswith("-") and len(bare) > 1:
             negate, bare = "-", bare[1:]
-        term = _term(phrase if phrase is not None else bare)
+        if bare is not None:
+            bare = _POSSESSIVE.sub("", bare)  # "Northwind's terms" asks about Northwind
+        term = _term(phrase if phrase is not None else str(bare))
         if term is None:
             continue  # a lone "-", a stop word: nothing to match or exclude
         if negate:
@@ -196,3 +219,43 @@ def fts5(terms: Terms, *, prefix: bool = False) -> str:
     if terms.excluded:
         expression = f"({expression}) NOT ({' OR '.join(one(t) for t in terms.excluded)})"
     return expression
+
+
+NEAR_RATIO = 0.75  # a word this like a name's word is that word misspelled
+
+
+def named(word: str, names: set[str]) -> bool:
+    """A word of the names, in its letters or in Latin ones, or one misspelled (as
+    lexical search reads near spellings); a number only as it is."""
+    latin = WORDS.findall(fold(romanized(word)))
+    if latin:  # syllables (王芳: wang fang) are too short to be near: exact only
+        return all(part in names for part in latin)
+    if word in names:
+        return True
+    if any(c.isdigit() for c in word):
+        return False
+    return any(
+        (len(word) > 2 and one_edit(word, name))
+        or difflib.SequenceMatcher(None, word, name).ratio() >= NEAR_RATIO
+        for name in names
+    )
+
+
+def one_edit(a: str, b: str) -> bool:
+    """At most one substitution, insertion, deletion or swap of neighbours apart."""
+    if a == b:
+        return True
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and (a[diff[0]], a[diff[1]]) == (b[diff[1]], b[diff[0]])
+        )
+    if abs(len(a) - len(b)) != 1:
+        return False
+    short, long = sorted((a, b), key=len)
+    i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
+    return short[i:] == long[i + 1 :]

@@ -27,7 +27,7 @@ from core import authority
 from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
-from memory import fulltext
+from memory import fulltext, semantic
 from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import (
     Alias,
@@ -39,7 +39,7 @@ from memory.models import (
     Status,
 )
 from memory.resolver import Policy as ResolverPolicy
-from memory.search_terms import fold
+from memory.search_terms import STOP_WORDS, WORDS, fold, named, romanized
 from memory.visibility import VisibleTo
 
 
@@ -166,7 +166,15 @@ def memory_heads(principal: Principal, filters: MemoryFilters) -> QuerySet[Memor
 
 
 # How a mention matched, strongest first: ``matched_on`` in docs/api.md's match answer.
-MATCH_KINDS: tuple[str, ...] = ("name", "alias", "name_token", "alias_token", "alias_prefix")
+MATCH_KINDS: tuple[str, ...] = (
+    "name",
+    "alias",
+    "name_token",
+    "alias_token",
+    "alias_prefix",
+    "transliteration",  # the mention in Latin letters is its name or alias (王伟: Wang Wei)
+    "semantic",  # near in meaning: a misspelling, another spelling (memory.semantic)
+)
 MATCH_LIMIT = 50  # candidates shown; more than one is ambiguous however many there are
 MATCH_SCAN = 1000  # rows read per table to find them
 PREFIX_MIN = 2  # "D" is no evidence of anyone: a prefix must say at least this much
@@ -237,8 +245,49 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
         )
     for row in by_alias.select_related("entity").order_by("entity_id")[:MATCH_SCAN]:
         keep(row.entity, _how(query, words, " ".join(fold(row.normalized).split()), alias=True))
+    for other in _spelled_in_latin(principal, name, entities, kind):
+        keep(other, "transliteration")
+    for other in _near_in_meaning(principal, name, entities):
+        keep(other, "semantic")
     ranked = sorted(found.values(), key=lambda pair: (MATCH_KINDS.index(pair[1]), pair[0].pk))
     return ranked[:MATCH_LIMIT]
+
+
+def _spelled_in_latin(
+    principal: Principal, name: str, entities: QuerySet[Entity], kind: str | None
+) -> list[Entity]:
+    """Entities whose name or an alias is the mention in Latin letters (王伟: Wang Wei)."""
+    latin = " ".join(fold(romanized(name)).split())
+    if not latin:
+        return []
+    by_name = entities.alias(folded=Folded("name_normalized")).filter(folded=latin)
+    by_alias = Alias.objects.filter(tenant=principal.tenant, entity__erased_at__isnull=True)
+    if kind:
+        by_alias = by_alias.filter(entity__kind=kind)
+    aliased = by_alias.alias(folded=Folded("normalized")).filter(folded=latin)
+    return [
+        *by_name[:MATCH_SCAN],
+        *(row.entity for row in aliased.select_related("entity")[:MATCH_SCAN]),
+    ]
+
+
+def _near_in_meaning(principal: Principal, name: str, entities: QuerySet[Entity]) -> list[Entity]:
+    """Entities whose name is near the mention's in meaning and in spelling: candidates
+    only (a misspelling, another script's letters)."""
+    model = semantic.model()
+    if model is None:
+        return []
+    vector = semantic.query_vector(model, semantic.query_text(name))
+    near = semantic.nearest_entities(
+        model, principal.tenant.pk, vector, limit=semantic.NEAR_ENTITIES
+    )
+    ids = [n.id for n in near if n.similarity >= semantic.ENTITY_FLOOR]
+    # Near in meaning and spelled alike: every word of the mention is (nearly) one of
+    # its names' words ("Dana Kin", 王伟), not a surname shared by a company.
+    words = [w for w in WORDS.findall(fold(name)) if w not in STOP_WORDS]
+    held = semantic.entity_words(ids)
+    ids = [e for e in ids if words and all(named(w, held.get(e, set())) for w in words)]
+    return list(entities.filter(pk__in=ids).order_by("pk")) if ids else []
 
 
 def match_decision(

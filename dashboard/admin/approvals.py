@@ -35,6 +35,7 @@ from core.models import (
     TenantUserObjectPermission,
 )
 from core.principals import Principal, principal_for_user
+from memory.models import Embedding
 
 M = TypeVar("M", bound=Model)
 
@@ -230,6 +231,16 @@ class OutboxAdmin(ReadOnlyAdmin):
     tenant_path = None  # delivery machinery: superusers only
     list_display = ("id", "kind", "tenant", "created_at", "dispatched_at", "attempts")
     list_filter = ("kind", "tenant")
+
+
+@admin.register(Embedding)
+class EmbeddingAdmin(ReadOnlyAdmin):
+    """Which versions and entities have a vector of which model (never the vector):
+    where re-embedding after a model change stands."""
+
+    list_display = ("id", "tenant", "version", "entity", "model", "embedded_at")
+    list_filter = ("model", "tenant")
+    list_select_related = ("version", "entity")
 
 
 @admin.register(Notification)

@@ -186,7 +186,11 @@ def test_readyz_names_every_check_when_all_answer(client, db):
     response = client.get("/readyz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "checked": ["database", "cache", "broker"]}
+    assert response.json() == {
+        "status": "ok",
+        "checked": ["database", "cache", "broker"],
+        "semantic": "on",
+    }
 
 
 def _down() -> bool:
@@ -216,6 +220,7 @@ def test_readyz_stays_ready_naming_a_redis_role_that_does_not_answer(
         "status": "degraded",
         "checked": ["database", "cache", "broker"],
         "degraded": [failing],
+        "semantic": "on",
     }
 
 
@@ -323,6 +328,8 @@ def test_the_entity_list_and_match_are_typed(schema):
         "name_token",
         "alias_token",
         "alias_prefix",
+        "transliteration",
+        "semantic",
     ]
 
 

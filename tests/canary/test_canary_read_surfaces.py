@@ -45,6 +45,7 @@ import httpx2
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db.models import Q
 from django.test import Client
 from mcp import Client as McpClient
 from mcp import StdioServerParameters
@@ -56,6 +57,7 @@ from contract.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
 from memory import events, people, tenancy
 from memory.grants import permission_grant
+from memory.models import Embedding
 from tests.cache.conftest import database_url, free_port
 from tests.canary.support import (
     READ_POSTS,
@@ -607,6 +609,10 @@ def receivers() -> Iterator[dict[str, Receiver]]:
         yield {"a": a, "b": b}
 
 
+def _vectors_of(entity_id: str) -> Any:
+    return Embedding.objects.filter(Q(entity_id=entity_id) | Q(version__item__subject_id=entity_id))
+
+
 def test_no_read_shows_a_principal_what_it_may_not_see(
     live: Live, receivers: dict[str, Receiver], mailoutbox: list[Any]
 ) -> None:
@@ -626,9 +632,16 @@ def test_no_read_shows_a_principal_what_it_may_not_see(
     behind_labels(w)
     her = erased_person(w)
     drop_labels(w, mailoutbox)
+    hers_embedded = _vectors_of(her).count()
     job = erase(w, her, mailoutbox)
     findings = Findings()
     c = w.canaries
+
+    # Vectors (semantic retrieval) are numbers no text scan can read: none of hers, nor of
+    # anything erased, may be left (issue 45).
+    assert hers_embedded >= 2  # her entity and her facts had vectors before
+    assert not _vectors_of(her).exists()
+    assert not Embedding.objects.filter(version__erased_at__isnull=False).exists()
 
     # At rest, after the erasure: the database as pg_dump writes it, every Redis database.
     hers = c.of("erased", ids=False)

@@ -21,7 +21,11 @@ def test_readiness_answers_a_probe_that_calls_the_pod_by_its_ip(client, db):
     response = client.get("/readyz", HTTP_HOST=POD_IP)
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "checked": ["database", "cache", "broker"]}
+    assert response.json() == {
+        "status": "ok",
+        "checked": ["database", "cache", "broker"],
+        "semantic": "on",
+    }
 
 
 def test_readiness_by_ip_still_names_what_is_down(client, db, monkeypatch):

@@ -1,0 +1,337 @@
+"""Search by words and by meaning together (docs/api.md, Search; decision 0022).
+
+Lexical search (memory.search) answers first, and its answer stands where it is sure:
+when facts or entities have every word of the query (``match: all``) they are the
+answer, in their order, and meaning only says which of them are also near (``semantic``
+in ``matched``); sources alone with every word are evidence, not an answer. Otherwise —
+a paraphrase, a misspelling, a question in other words — the candidates near in meaning
+join those with some of the words, the two rankings fused by reciprocal rank (``match:
+some``), and each must answer the question, not only name its subject (``_answers``): a
+fact found by meaning alone must reach ``semantic.MEMORY_FLOOR``, so a question nothing
+answers still finds nothing. A query that excludes a word (``-word``) or asks only for
+ids adds nothing by meaning. Hidden, erased and other tenants' facts are never read
+(memory.semantic filters them in the same statement)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from core.principals import Principal
+from core.sql import bound_on_server
+from memory import search, search_terms, semantic
+from memory.models import Entity, EntityReference, MemoryVersion
+from memory.search import MATCH_ALL, MATCH_SOME, Candidate, Found, SearchQuery
+
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+SEMANTIC = "semantic"  # in ``matched``: the candidate is near the query in meaning
+NEAREST = 40  # versions read by meaning per query
+RRF_K = 10  # reciprocal rank fusion's constant: small, so the first ranks weigh most
+LEXICAL_WEIGHT = 1.0
+MEANING_WEIGHT = 1.0
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What the query is near: version rows and entity ids, with their similarity."""
+
+    versions: dict[int, float]
+    entities: dict[str, float]
+    # The entities the query names, each with the query's words its names hold.
+    mentioned: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @property
+    def scoped(self) -> bool:
+        """The facts were read among those of the entities the query names."""
+        return bool(self.mentioned)
+
+    @property
+    def floor(self) -> float:
+        """How near a fact must be to answer: among a named entity's few facts, the one
+        that is somewhat near is what is asked; across the tenant it must be nearer."""
+        return semantic.SCOPED_FLOOR if self.scoped else semantic.MEMORY_FLOOR
+
+
+def search_hybrid(principal: Principal, query: SearchQuery) -> Found:
+    """Every candidate, best first: lexical, with meaning where semantic retrieval is on."""
+    with bound_on_server(), transaction.atomic(savepoint=False):
+        found = search.lexical(principal, query)
+        if found.match == MATCH_ALL and any(c.type != "source" for c in found.candidates):
+            return found  # facts or entities with every word: the words are sure
+        terms = search_terms.parse(query.q)
+        if terms.excluded or _only_identifiers(terms):
+            # An excluded word is a rule about words, and an id is exact.
+            return found
+        model = semantic.model()
+        if model is None:
+            return found
+        meaning = _meaning(model, principal, query, found, terms)
+        return _fused(found, meaning, principal, terms, query.q)
+
+
+def _mentioned(found: Found) -> set[str]:
+    """The entities lexical search found the query naming: listed by a name, alias or
+    ref, or followed to facts as their subject."""
+    named = {"name", "alias", "external_ref"}
+    return {c.id for c in found.candidates if c.type == "entity" and c.matched & named} | {
+        str(c.body["subject"])
+        for c in found.candidates
+        if c.type == "memory" and "subject" in c.matched and c.body.get("subject")
+    }
+
+
+def _remainder(q: str, names: set[str]) -> str:
+    """The query without the names it says: what it asks about them."""
+    words = search_terms.WORDS.findall(search_terms.fold(search_terms.positive_text(q)))
+    return " ".join(w for w in words if len(w) > 1 and not search_terms.named(w, names))
+
+
+def _meaning(
+    model: Any,
+    principal: Principal,
+    query: SearchQuery,
+    found: Found,
+    terms: search_terms.Terms,
+) -> Meaning:
+    """What the query is near. Entities by the whole query. Facts, when the query names
+    entities, among theirs only (seed 002: the subject before ranking) and by what it
+    asks about them ("where do Dana Kim's parcels go": "where do parcels go"); else
+    across the tenant by the whole query."""
+    tenant = principal.tenant.pk
+    whole = semantic.query_text(search_terms.positive_text(query.q))
+    mentioned = _mentioned(found)
+    narrowing = search.narrowing(tenant, query)
+    asked = whole
+    named: dict[str, frozenset[str]] = {}
+    if mentioned:
+        words = semantic.entity_words(sorted(mentioned))
+        said = _asked_words(terms)
+        holds = search_terms.named
+        named = {e: frozenset(w for w in said if holds(w, words.get(e, set()))) for e in mentioned}
+        asked = _remainder(query.q, set().union(*words.values()))
+        sql, params = _about(tenant, sorted(mentioned))
+        narrowing = (narrowing[0] + sql, [*narrowing[1], *params])
+    texts = list(dict.fromkeys([whole, asked] if asked else [whole]))
+    vectors = dict(zip(texts, semantic.query_vectors(model, texts), strict=True))
+    versions = []
+    if asked and any(w not in search_terms.STOP_WORDS for w in asked.split()):
+        versions = semantic.nearest_versions(
+            model,
+            principal,
+            vectors[asked],
+            statuses=query.statuses,
+            narrowing=narrowing,
+            limit=NEAREST,
+        )
+    entities = []
+    if not query.facts_only:
+        entities = semantic.nearest_entities(
+            model, tenant, vectors[whole], limit=semantic.NEAR_ENTITIES
+        )
+    return Meaning(
+        versions={int(n.id): n.similarity for n in versions},
+        entities={n.id: n.similarity for n in entities},
+        mentioned=named,
+    )
+
+
+def _about(tenant: int, entity_ids: list[str]) -> tuple[str, list[Any]]:
+    """Versions about these entities, as subject or referenced in the value."""
+    marks = ", ".join(["%s"] * len(entity_ids))
+    sql = (
+        f" AND (v.subject_id IN ({marks}) OR v.id IN (SELECT r.version_id FROM "  # noqa: S608 - bound values
+        f"memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id IN ({marks})))"
+    )
+    return sql, [*entity_ids, tenant, *entity_ids]
+
+
+def _fused(
+    found: Found,
+    meaning: Meaning,
+    principal: Principal,
+    terms: search_terms.Terms,
+    query_text: str,
+) -> Found:
+    for candidate in found.candidates:
+        if _similarity(candidate, meaning) is not None:
+            candidate.matched.add(SEMANTIC)
+    lexical_rank = {_key(c): rank for rank, c in enumerate(found.candidates, start=1)}
+    added = _by_meaning_alone(meaning, set(lexical_rank), principal)
+    asked = _asked_words(terms)
+    names = semantic.entity_words([c.id for c in [*found.candidates, *added] if c.type == "entity"])
+    everyone = [*found.candidates, *added]
+    if _names_someone_unknown(query_text, everyone, names, ids_only=meaning.scoped):
+        return Found([], MATCH_ALL)
+    pool = [
+        c
+        for c in [*found.candidates, *added]
+        if c.type == "source"
+        or _answers(c, meaning, asked, names.get(c.id, set()), meaning.mentioned)
+    ]
+    by_meaning = sorted(
+        (c for c in pool if _similarity(c, meaning) is not None),
+        key=lambda c: (-(_similarity(c, meaning) or 0.0), c.key),
+    )
+    meaning_rank = {_key(c): rank for rank, c in enumerate(by_meaning, start=1)}
+    for candidate in pool:
+        key = _key(candidate)
+        score = 0.0
+        if key in lexical_rank:
+            score += LEXICAL_WEIGHT / (RRF_K + lexical_rank[key])
+        if key in meaning_rank:
+            score += MEANING_WEIGHT / (RRF_K + meaning_rank[key])
+        # On a 0..1 scale like lexical scores: 1 for first in both rankings.
+        candidate.score = score / ((LEXICAL_WEIGHT + MEANING_WEIGHT) / (RRF_K + 1))
+    pool.sort(key=lambda c: c.key)
+    return Found(pool[: search.RANKED], MATCH_SOME if pool else MATCH_ALL)
+
+
+def _links_named(candidate: Candidate, mentioned: dict[str, frozenset[str]]) -> bool:
+    """A fact about two entities the query names by different words ("is Northwind part
+    of Globex"), not two that share the word that found them (Dana Kim, Dana Whitfield)."""
+    about = {str(candidate.body.get("subject")), *candidate.body.get("references", ())}
+    covered = [mentioned[e] for e in about if e in mentioned]
+    together = frozenset().union(*covered) if covered else frozenset()
+    return len(covered) >= 2 and all(words < together for words in covered)
+
+
+def _answers(
+    candidate: Candidate,
+    meaning: Meaning,
+    asked: tuple[str, ...],
+    names: set[str],
+    mentioned: dict[str, frozenset[str]],
+) -> bool:
+    """Whether a candidate of a partial answer answers the question, not only names its
+    subject: a fact with some of the words in its own text, or near enough in meaning; an
+    entity whose names hold (or nearly hold) every word asked — a question about it with
+    other words ("Dana Kim's favourite colour") is answered by its facts or by nothing."""
+    if candidate.type == "entity":
+        return bool(asked) and all(search_terms.named(word, names) for word in asked)
+    if _links_named(candidate, mentioned):
+        return True
+    own_text = candidate.matched & {search.TEXT, "field", "statement", "value"}
+    similarity = _similarity(candidate, meaning)
+    return bool(own_text) or (similarity is not None and similarity >= meaning.floor)
+
+
+_WORD = re.compile(r"\w[\w'\u2019-]*")
+
+
+def _names_someone_unknown(
+    q: str, candidates: list[Candidate], names: dict[str, set[str]], *, ids_only: bool
+) -> bool:
+    """The query names someone or something no candidate is about: an id nobody has
+    ("invoice INV-55555"), or, when it names no known entity, a person or company ("where
+    does Olivia Park want deliveries", no Olivia Park stored) — other people's facts do
+    not answer it. A name is a capitalized word after the first, not a stop word; an id a
+    word with a digit; either unknown when no candidate's name or statement has it."""
+    known: set[str] = set().union(*names.values()) if names else set()
+    for candidate in candidates:
+        statement = str(candidate.body.get("statement") or "")
+        known.update(search_terms.WORDS.findall(search_terms.fold(statement)))
+    words = _WORD.findall(q)
+    asked = [w for w in words if any(c.isdigit() for c in w)]
+    if not ids_only:
+        asked += [w for w in words[1:] if w[0].isupper()]
+    for word in asked:
+        for part in search_terms.WORDS.findall(search_terms.fold(_POSSESSIVE.sub("", word))):
+            if part in search_terms.STOP_WORDS or part in search_terms.FILLER:
+                continue
+            if not search_terms.named(part, known):
+                return True
+    return False
+
+
+def _asked_words(terms: search_terms.Terms) -> tuple[str, ...]:
+    """The query's words that ask something: not stop words or question filler."""
+    return tuple(
+        w
+        for group in terms.groups
+        for term in group
+        for w in term.words
+        if w not in search_terms.STOP_WORDS and w not in search_terms.FILLER
+    )
+
+
+def _only_identifiers(terms: search_terms.Terms) -> bool:
+    """``ORD-9999``, ``1001``: every term an identifier or a number."""
+    asked = [t for group in terms.groups for t in group if not t.filler]
+    return bool(asked) and all(
+        t.joined is not None or all(w.isdigit() for w in t.words) for t in asked
+    )
+
+
+def _key(candidate: Candidate) -> tuple[str, str]:
+    return (candidate.type, str(candidate.row) if candidate.row else candidate.id)
+
+
+def _similarity(candidate: Candidate, meaning: Meaning) -> float | None:
+    if candidate.type == "memory" and candidate.row is not None:
+        return meaning.versions.get(candidate.row)
+    if candidate.type == "entity":
+        return meaning.entities.get(candidate.id)
+    return None
+
+
+def _by_meaning_alone(
+    meaning: Meaning, known: set[tuple[str, str]], principal: Principal
+) -> list[Candidate]:
+    """Candidates the words did not find, near enough in meaning to be answers."""
+    rows = [
+        row
+        for row, similarity in meaning.versions.items()
+        if similarity >= meaning.floor and ("memory", str(row)) not in known
+    ]
+    entity_ids = [
+        entity_id
+        for entity_id, similarity in meaning.entities.items()
+        if similarity >= semantic.ENTITY_FLOOR and ("entity", entity_id) not in known
+    ]
+    return _version_candidates(rows, meaning) + _entity_candidates(entity_ids, meaning, principal)
+
+
+def _version_candidates(rows: list[int], meaning: Meaning) -> list[Candidate]:
+    if not rows:
+        return []
+    references: dict[int, list[str]] = {}
+    for version_id, entity_id in EntityReference.objects.filter(version_id__in=rows).values_list(
+        "version_id", "entity_id"
+    ):
+        references.setdefault(version_id, []).append(entity_id)
+    versions = MemoryVersion.objects.filter(pk__in=rows).values_list(
+        "pk", "item_id", "number", "kind", "subject_id", "field", "statement", "status"
+    )
+    return [
+        Candidate(
+            type="memory",
+            id=item_id,
+            row=pk,
+            score=meaning.versions[pk],
+            matched={SEMANTIC},
+            body={
+                "version": number,
+                "kind": kind,
+                "subject": subject,
+                "field": field_name,
+                "references": sorted(set(references.get(pk, ()))),
+                "statement": search.one_line(statement),
+                "status": status,
+            },
+        )
+        for pk, item_id, number, kind, subject, field_name, statement, status in versions
+    ]
+
+
+def _entity_candidates(
+    entity_ids: list[str], meaning: Meaning, principal: Principal
+) -> list[Candidate]:
+    if not entity_ids:
+        return []
+    rows = Entity.objects.filter(
+        tenant=principal.tenant, pk__in=entity_ids, erased_at__isnull=True
+    ).values_list("id", "kind", "name", "external_ref", "erased_at")
+    return [search.entity_candidate(row, meaning.entities[row[0]], {SEMANTIC}) for row in rows]
