@@ -13,7 +13,10 @@ a minute to build at 1M versions the first time).
 Queries rotate through what an agent asks, each about a different probe subject:
 an entity by name ("Customer 123"), by another system's id ("probe:123"), a field's words
 over the whole tenant ("payment terms": about an eighth of its versions match, the worst
-case), and the same words narrowed to one subject. One client, closed loop, for
+case), the same words narrowed to one subject, and, where semantic retrieval is on (issue
+45: run ``bench.semantic_bench fill`` first), a question about a subject in other words
+(its facts read by meaning) and a question naming no one (read by meaning across the
+tenant's vectors in the HNSW index), each with its query's embedding. One client, closed loop, for
 ``--seconds``; p50/p95/p99 per query kind and over all. No HTTP: the HTTP floor is
 ``bench.resolve_bench``'s; add it to compare with a served request.
 
@@ -31,6 +34,14 @@ from bench import one_client
 P95_TARGET_MS = 50.0
 PROBES = 200
 FIELD_WORDS = ("payment terms", "delivery address", "shipping window", "approval limit")
+# Questions in other words than the facts', with no name in them: read by meaning across
+# the tenant where semantic retrieval is on (issue 45), by their words elsewhere.
+PARAPHRASES = (
+    "when may the trucks come",
+    "who signs off big purchases",
+    "how should we get in touch",
+    "how long until they pay us",
+)
 
 
 def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
@@ -58,6 +69,8 @@ def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]
             ("external_ref", {"q": ref}),
             ("field_words_tenant", {"q": words}),
             ("field_words_subject", {"q": words, "subject": subject}),
+            ("question_about_subject", {"q": f"when does {name} want things shipped"}),
+            ("paraphrase_tenant", {"q": PARAPHRASES[n % len(PARAPHRASES)]}),
         ]
     return principal, queries
 
