@@ -88,6 +88,8 @@ class MatchCandidate(TypedDict):
     id: str
     kind: str
     name: str
+    # name, alias, name_token, alias_token, alias_prefix; newer servers also
+    # transliteration and semantic (never a match on their own)
     matched_on: str
 
 
@@ -609,7 +611,8 @@ class SearchResult(TypedDict):
 
 class SearchPage(Page[SearchResult]):
     # Newer servers: "all" when the candidates have every word of ``q``, "some" when
-    # none had and they are ranked by the words that match.
+    # none had and they are ranked by the words that match and, where the server reads
+    # by meaning, by how near they are ("semantic" in a result's ``matched``).
     match: NotRequired[Literal["all", "some"]]
 
 
