@@ -10,10 +10,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-import config.metrics as metrics
 from approvals import checks
 from approvals.models import CheckResult
 from audit.services import AuditEntry, audit_append_many
+from core import metrics
 from core.sql import bound_on_server
 from memory.lifecycle import version_activate, version_fail_checks
 from memory.models import MemoryVersion, Status

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Min
 from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
 
 from approvals import emails
 from approvals.explain import failure_for, ties_for
 from approvals.models import Notification
 from core import authority
+from core.kinds import MemoryKind
 from core.principals import principal_for_user
 from memory import clarifications
 from memory.models import Clarification, Erasure, MemoryVersion, Status
@@ -285,3 +288,30 @@ def tell_once(
         raise
     Notification.objects.filter(pk=claim.pk).update(sent_at=timezone.now())
     return True
+
+
+def pending_review_gauges() -> Iterator[GaugeMetricFamily]:
+    """Versions waiting for review and the oldest one's wait, by kind (``/metrics``,
+    registered in approvals.apps)."""
+    count = GaugeMetricFamily(
+        "memgov_pending_reviews", "Versions waiting for review, by kind.", labels=["kind"]
+    )
+    age = GaugeMetricFamily(
+        "memgov_pending_review_oldest_age_seconds",
+        "How long the oldest version of each kind has waited for review.",
+        labels=["kind"],
+    )
+    rows = {
+        row["kind"]: row
+        for row in MemoryVersion.objects.filter(status=Status.PENDING_REVIEW)
+        .values("kind")
+        .annotate(n=Count("pk"), oldest=Min("status_changed_at"))
+    }
+    now = timezone.now()
+    for kind in MemoryKind.values:
+        row = rows.get(kind)
+        count.add_metric([kind], row["n"] if row else 0)
+        waited = (now - row["oldest"]).total_seconds() if row else 0.0
+        age.add_metric([kind], max(0.0, waited))
+    yield count
+    yield age

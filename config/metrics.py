@@ -1,7 +1,8 @@
 """Prometheus metrics (``/metrics``), safe under gunicorn's several worker processes.
 
-Counters and histograms are recorded where things happen (requests, resolves, check
-runs, Celery tasks); under gunicorn each process writes them to PROMETHEUS_MULTIPROC_DIR
+Counters and histograms are defined in core.metrics, where every layer may import them,
+and recorded where things happen (requests, resolves, check runs, Celery tasks); this
+module serves them. Under gunicorn each process writes them to PROMETHEUS_MULTIPROC_DIR
 (deploy/gunicorn.conf.py) and a scrape adds them up. What is a state, not an event —
 each Celery queue's length and the age of its oldest message, reviews waiting by kind,
 the outbox and webhook backlogs, PostgreSQL's connections against its limit — is read at
@@ -23,15 +24,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
     generate_latest,
     multiprocess,
     start_http_server,
@@ -44,82 +40,9 @@ from redis.exceptions import RedisError
 
 from config.beat import LEASE_KEY
 from config.queues import QUEUES
+from core.metrics import SCRAPE_READERS
 
 SENT_AT_HEADER = "memgov_sent_at"
-
-REQUEST_LATENCY = Histogram(
-    "memgov_http_request_duration_seconds",
-    "HTTP request latency by URL route (the pattern, never the raw path).",
-    ["route", "method", "status"],
-)
-RESOLVE_LATENCY = Histogram(
-    "memgov_resolve_duration_seconds",
-    "Time to answer a resolve, cache included.",
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-)
-RESOLVE_CACHE = Counter(
-    "memgov_resolve_cache",
-    "Resolves by cache outcome: hit, miss, bypassed (Redis cooling down), error "
-    "(Redis failed), uncacheable (valid_at/known_at given) or disabled.",
-    ["outcome"],
-)
-CHECK_RUN_DURATION = Histogram(
-    "memgov_check_run_duration_seconds",
-    "Scenario check runs (preview, gate, revalidation) by outcome: passed when every "
-    "scenario passed.",
-    ["run", "outcome"],
-    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
-)
-TASK_DURATION = Histogram(
-    "memgov_celery_task_duration_seconds",
-    "Celery task run time by task and final state.",
-    ["task", "state"],
-    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0),
-)
-TASK_LAG = Histogram(
-    "memgov_celery_task_lag_seconds",
-    "Time from enqueue to the start of the task in a worker.",
-    ["task"],
-    buckets=(0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0),
-)
-
-
-def resolve_cache_outcome(outcome: str) -> None:
-    _cache_outcome(outcome).inc()
-
-
-@functools.cache
-def _cache_outcome(outcome: str) -> Counter:
-    """The counter of one outcome, looked up once (``labels`` takes a lock and a dict
-    lookup on every call; resolve counts one outcome per request)."""
-    return RESOLVE_CACHE.labels(outcome)
-
-
-def check_run_finished(run: str, passed: bool, seconds: float) -> None:
-    CHECK_RUN_DURATION.labels(run, "passed" if passed else "failed").observe(seconds)
-
-
-WEBHOOK_ATTEMPTS = Counter(
-    "memgov_webhook_attempts",
-    "Webhook delivery attempts by outcome: delivered or failed (refused, timed out, unreachable).",
-    ["outcome"],
-)
-# Per process; "livesum" adds up the live gunicorn workers (dead ones drop out), so the
-# scrape shows the web role's busy threads and its thread capacity.
-REQUESTS_IN_FLIGHT = Gauge(
-    "memgov_web_requests_in_flight",
-    "Requests being answered now, over every web worker process.",
-    multiprocess_mode="livesum",
-)
-WEB_THREADS = Gauge(
-    "memgov_web_threads",
-    "Request threads of the web worker processes (saturation: in flight / threads).",
-    multiprocess_mode="livesum",
-)
-
-
-def webhook_attempted(delivered: bool) -> None:
-    WEBHOOK_ATTEMPTS.labels("delivered" if delivered else "failed").inc()
 
 
 @functools.cache
@@ -165,13 +88,17 @@ def _sent_at(raw: bytes) -> float | None:
 
 
 class LiveCollector(Collector):
-    """Read at scrape time: the queue and the reviews that wait."""
+    """Read at scrape time: the queue, beat's lease, PostgreSQL's connections, and the
+    apps' gauges of what waits in their tables (core.metrics.SCRAPE_READERS)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from self._queue()
         yield from self._beat_leader()
         try:  # gathered first: a database outage leaves these out, never fails the scrape
-            from_database = [*self._reviews(), *self._backlogs(), *self._database_connections()]
+            from_database = [
+                *(gauge for read in SCRAPE_READERS.values() for gauge in read()),
+                *self._database_connections(),
+            ]
         except DatabaseError:
             yield _database_up(False)
             return
@@ -214,78 +141,6 @@ class LiveCollector(Collector):
             age.add_metric([queue], max(0.0, time.time() - sent) if sent else 0.0)
         yield length
         yield age
-
-    def _reviews(self) -> Iterator[GaugeMetricFamily]:
-        # Imported here: scrape time only: config.celery imports this before apps load.
-        from core.kinds import MemoryKind  # noqa: PLC0415
-        from memory.models import MemoryVersion, Status  # noqa: PLC0415
-
-        count = GaugeMetricFamily(
-            "memgov_pending_reviews", "Versions waiting for review, by kind.", labels=["kind"]
-        )
-        age = GaugeMetricFamily(
-            "memgov_pending_review_oldest_age_seconds",
-            "How long the oldest version of each kind has waited for review.",
-            labels=["kind"],
-        )
-        rows = {
-            row["kind"]: row
-            for row in MemoryVersion.objects.filter(status=Status.PENDING_REVIEW)
-            .values("kind")
-            .annotate(n=Count("pk"), oldest=Min("status_changed_at"))
-        }
-        now = timezone.now()
-        for kind in MemoryKind.values:
-            row = rows.get(kind)
-            count.add_metric([kind], row["n"] if row else 0)
-            waited = (now - row["oldest"]).total_seconds() if row else 0.0
-            age.add_metric([kind], max(0.0, waited))
-        yield count
-        yield age
-
-    def _backlogs(self) -> Iterator[GaugeMetricFamily]:
-        """Side effects not yet dispatched (a broker outage piles them up) and webhook
-        deliveries failing (retrying, or given up with their endpoint disabled)."""
-        from core.models import Outbox  # noqa: PLC0415 - scrape time only
-        from webhooks.models import WebhookDelivery, WebhookEndpoint  # noqa: PLC0415
-
-        waiting = Outbox.objects.filter(dispatched_at__isnull=True).aggregate(
-            n=Count("pk"), oldest=Min("created_at")
-        )
-        outbox = GaugeMetricFamily(
-            "memgov_outbox_undispatched", "Side effects waiting to be dispatched."
-        )
-        outbox.add_metric([], waiting["n"])
-        yield outbox
-        outbox_age = GaugeMetricFamily(
-            "memgov_outbox_oldest_undispatched_age_seconds",
-            "How long the oldest undispatched side effect has waited.",
-        )
-        oldest = waiting["oldest"]
-        outbox_age.add_metric([], (timezone.now() - oldest).total_seconds() if oldest else 0.0)
-        yield outbox_age
-        retrying = GaugeMetricFamily(
-            "memgov_webhook_deliveries_retrying",
-            "Webhook deliveries that failed at least once and will be tried again.",
-        )
-        retrying.add_metric(
-            [],
-            WebhookDelivery.objects.filter(
-                status=WebhookDelivery.Status.PENDING, attempts__gt=0
-            ).count(),
-        )
-        yield retrying
-        disabled = GaugeMetricFamily(
-            "memgov_webhook_endpoints_disabled",
-            "Webhook endpoints disabled after a day of failed deliveries.",
-        )
-        disabled.add_metric(
-            [],
-            WebhookEndpoint.objects.filter(
-                status=WebhookEndpoint.Status.DISABLED, deleted_at__isnull=True
-            ).count(),
-        )
-        yield disabled
 
     def _database_connections(self) -> Iterator[GaugeMetricFamily]:
         """PostgreSQL's connections in use against its limit: every web thread, worker

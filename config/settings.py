@@ -25,18 +25,15 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", default=False)
-SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"  # noqa: S105 - DEBUG only
+if not env_str("SECRET_KEY") and not DEBUG:
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+SECRET_KEY = env_str("SECRET_KEY") or "insecure-development-key-only-used-with-DEBUG"
 # Rotation: the new key in SECRET_KEY, the old ones here (comma-separated) until sessions
 # and signed values made with them have expired (docs/operations.md).
 SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 
 # Loopback only unless told otherwise: never a wildcard, and a local run without DEBUG works.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -60,7 +57,12 @@ INSTALLED_APPS = [
     "agent_mcp",
 ]
 
+# Probes and scrapers call the pod or container by its IP: /healthz, /readyz and the
+# token-guarded /metrics answer before the host check, and no other path does
+# (config.health.HostAgnosticHealthMiddleware).
 MIDDLEWARE = [
+    "config.health.HostAgnosticHealthMiddleware",
+    "config.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
     "config.tenant_share.TenantShareMiddleware",  # before anything reads the body or queries
     "config.boundary.InputBoundaryMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -292,7 +294,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = VAR_DIR / "static"
+# The image collects static files at build time, outside the writable /tmp.
+STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(VAR_DIR / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -364,9 +367,6 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://,
-# file:///folder — one .eml per message, what `make run` uses) or EMAIL_*.
-EMAIL_URL = env_str("EMAIL_URL")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Memgov <memgov@localhost>")
 SITE_URL = env_str("SITE_URL", _SITE_URL_DEFAULT).rstrip("/")
 # Unset outside DEBUG, emails and operator commands would name a guess: a system check
@@ -408,13 +408,15 @@ EMAIL_FILE_PATH = str(VAR_DIR / "mail")
 # Django's own variables configure mail too (the contract says EMAIL_URL or EMAIL_*):
 # EMAIL_HOST alone means its SMTP server.
 _CONSOLE_EMAIL = "django.core.mail.backends.console.EmailBackend"
-if not EMAIL_URL and not env_str("EMAIL_BACKEND") and not env_str("EMAIL_HOST"):
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "EMAIL_URL (or Django's EMAIL_HOST) must be set when DEBUG is off "
-            "(smtp+tls://user:pass@host:587, or file:///folder, or dummy:// to send nothing)"
-        )
-    EMAIL_URL = Path(EMAIL_FILE_PATH).as_uri()
+_MAIL_CONFIGURED = any(env_str(name) for name in ("EMAIL_URL", "EMAIL_BACKEND", "EMAIL_HOST"))
+if not _MAIL_CONFIGURED and not DEBUG:
+    raise ImproperlyConfigured(
+        "EMAIL_URL (or Django's EMAIL_HOST) must be set when DEBUG is off "
+        "(smtp+tls://user:pass@host:587, or file:///folder, or dummy:// to send nothing)"
+    )
+# Email: EMAIL_URL (smtp://user:pass@host:port, smtp+tls://, console://, locmem://,
+# file:///folder — one .eml per message, what `make run` uses) or EMAIL_*.
+EMAIL_URL = env_str("EMAIL_URL") if _MAIL_CONFIGURED else Path(EMAIL_FILE_PATH).as_uri()
 if EMAIL_URL:
     globals().update(_email_settings(EMAIL_URL))
 else:
@@ -426,15 +428,6 @@ else:
     EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
 if EMAIL_BACKEND == _CONSOLE_EMAIL and not DEBUG:
     raise ImproperlyConfigured("the console email backend writes memory values to the logs")
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
 
 # Memgov's own knobs.
 MEMGOV_IDEMPOTENCY_TTL_SECONDS = 24 * 3600
@@ -529,14 +522,6 @@ MEMGOV_EMBEDDING_THREADS = env_int("MEMGOV_EMBEDDING_THREADS", 1)
 
 # --- Deployment: health behind any Host, TLS-terminating proxies, metrics, logs --------
 # (issue 16; README "Deploy" lists every variable.)
-# Probes and scrapers call the pod or container by its IP: /healthz, /readyz and the
-# token-guarded /metrics answer before the host check, and no other path does
-# (config.health.HostAgnosticHealthMiddleware).
-MIDDLEWARE = [
-    "config.health.HostAgnosticHealthMiddleware",
-    "config.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
-    *MIDDLEWARE,
-]
 # Behind a TLS-terminating proxy or ingress, Django sees plain HTTP. Trust the proxy's
 # X-Forwarded-Proto only when told to: a client reaching gunicorn directly could set it.
 if env_bool("MEMGOV_TRUST_X_FORWARDED_PROTO", default=False):
@@ -544,9 +529,7 @@ if env_bool("MEMGOV_TRUST_X_FORWARDED_PROTO", default=False):
 # The public origin (SITE_URL) may post forms even when the proxy rewrites the Host;
 # CSRF_TRUSTED_ORIGINS adds more (e.g. a second domain).
 _SITE_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(SITE_URL))
-CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *CSRF_TRUSTED_ORIGINS]))
-# The image collects static files at build time, outside the writable /tmp.
-STATIC_ROOT = Path(env_str("MEMGOV_STATIC_ROOT", str(STATIC_ROOT)))
+CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *env_list("CSRF_TRUSTED_ORIGINS", [])]))
 # /metrics (Prometheus) answers only "Authorization: Bearer <token>"; unset, it is a 404.
 MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
 # /readyz answers within this many seconds whatever a dependency does (config.health).
@@ -557,7 +540,7 @@ MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
 # loopback under make prod (the Makefile sets it), so it is never public on a host.
 MEMGOV_WORKER_METRICS_HOST = env_str("MEMGOV_WORKER_METRICS_HOST", "0.0.0.0")  # noqa: S104
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
-# with the request id on every line; this replaces the LOGGING above.
+# with the request id on every line (config/logs.py).
 LOG_JSON = env_str("MEMGOV_LOG_FORMAT", "plain") == "json"
 LOGGING = logging_config(json_lines=LOG_JSON, level=env_str("LOG_LEVEL", "INFO"))
 LOGGING_CONFIG = "config.logs.configure"  # Python's warnings through it too

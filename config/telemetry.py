@@ -18,7 +18,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
 import config.logs as logs
-import config.metrics as metrics
+from config.metrics import SENT_AT_HEADER, serve_worker_metrics
+from core import metrics
 
 REQUEST_ID_TASK_HEADER = "memgov_request_id"
 request_logger = logging.getLogger("memgov.request")
@@ -131,7 +132,7 @@ class AsgiRequestTelemetry:
 def _stamp_task(headers: dict[str, Any] | None = None, **_: Any) -> None:
     if headers is not None:
         headers[REQUEST_ID_TASK_HEADER] = logs.request_id.get()
-        headers[metrics.SENT_AT_HEADER] = time.time()
+        headers[SENT_AT_HEADER] = time.time()
 
 
 _started: dict[str, tuple[float, Any, Any]] = {}
@@ -150,7 +151,7 @@ def _header(request: Any, name: str) -> Any:
 def _task_started(task_id: str = "", task: Any = None, **_: Any) -> None:
     request = getattr(task, "request", None)
     rid = _header(request, REQUEST_ID_TASK_HEADER) or logs.request_id.get()
-    sent_at = _header(request, metrics.SENT_AT_HEADER)
+    sent_at = _header(request, SENT_AT_HEADER)
     name = str(getattr(task, "name", "?"))
     if sent_at is not None:
         metrics.TASK_LAG.labels(name).observe(max(0.0, time.time() - float(sent_at)))
@@ -257,7 +258,7 @@ def _worker_metrics(**_: Any) -> None:
     port: int = settings.MEMGOV_WORKER_METRICS_PORT
     if port:
         try:
-            host, bound = metrics.serve_worker_metrics(port, settings.MEMGOV_WORKER_METRICS_HOST)
+            host, bound = serve_worker_metrics(port, settings.MEMGOV_WORKER_METRICS_HOST)
         except OSError as error:
             task_logger.error("worker metrics off: port %s: %s", port, error)
             return

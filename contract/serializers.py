@@ -180,10 +180,6 @@ class SourceInput(StrictInput):
     metadata = serializers.DictField(child=serializers.JSONField(), required=False)
 
 
-class RevokeInput(StrictInput):
-    reason = serializers.CharField(max_length=2000)
-
-
 class EntityInput(StrictInput):
     kind = serializers.CharField(max_length=50)
     name = serializers.CharField(max_length=200)

@@ -28,7 +28,12 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Imported in ready(): core.outbox uses models, which are loaded only now.
+        from core.metrics import scrape_reader  # noqa: PLC0415
+        from core.outbox import outbox_gauges  # noqa: PLC0415
+
         checks.register(site_url_set)
+        scrape_reader("core.outbox", outbox_gauges)
         connection_created.connect(
             statement_timeout_on_connect, dispatch_uid="core.statement_timeout"
         )

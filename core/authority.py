@@ -171,10 +171,6 @@ class Authority:
         return any(self.holds(p, version.scope) for p in OVERSIGHT)
 
 
-def authority_for(principal: Principal) -> Authority:
-    return Authority.load(principal)
-
-
 def may_review(principal: Principal, version: Governed) -> bool:
     return Authority.load(principal).may_review(version)
 

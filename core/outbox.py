@@ -12,14 +12,16 @@ its ``AppConfig.ready``), and the writer names only the kind."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Count, F, Min, Q
 from django.utils import timezone
 from kombu.exceptions import KombuError
+from prometheus_client.core import GaugeMetricFamily
 from redis.exceptions import RedisError
 
 from core.models import Outbox, Tenant
@@ -82,3 +84,23 @@ def outbox_sweep(*, older_than: timedelta | None = None) -> list[int]:
     cutoff = timezone.now() - (SWEEP_AFTER if older_than is None else older_than)
     due = Outbox.objects.filter(dispatched_at__isnull=True, created_at__lt=cutoff)
     return [pk for pk in due.values_list("pk", flat=True) if outbox_dispatch(row_id=pk)]
+
+
+def outbox_gauges() -> Iterator[GaugeMetricFamily]:
+    """Side effects not yet dispatched (a broker outage piles them up) and the oldest
+    one's wait (``/metrics``, registered in core.apps)."""
+    waiting = Outbox.objects.filter(dispatched_at__isnull=True).aggregate(
+        n=Count("pk"), oldest=Min("created_at")
+    )
+    outbox = GaugeMetricFamily(
+        "memgov_outbox_undispatched", "Side effects waiting to be dispatched."
+    )
+    outbox.add_metric([], waiting["n"])
+    yield outbox
+    outbox_age = GaugeMetricFamily(
+        "memgov_outbox_oldest_undispatched_age_seconds",
+        "How long the oldest undispatched side effect has waited.",
+    )
+    oldest = waiting["oldest"]
+    outbox_age.add_metric([], (timezone.now() - oldest).total_seconds() if oldest else 0.0)
+    yield outbox_age

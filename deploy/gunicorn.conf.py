@@ -82,9 +82,9 @@ def post_worker_init(worker: Any) -> None:
     other Redis databases than the deployment's other processes would serve answers they
     invalidated: it stops here, and gunicorn with it. The embedding model loads in the
     background, so the first search does not wait for it."""
-    from config.metrics import WEB_THREADS  # noqa: PLC0415
     from config.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
     from core.deployment import check_redis_databases  # noqa: PLC0415
+    from core.metrics import WEB_THREADS  # noqa: PLC0415
     from memory.embeddings import warm_up  # noqa: PLC0415
 
     if probe_port:

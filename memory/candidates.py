@@ -107,7 +107,7 @@ class CandidateRequest:
     # scenario asks what resolves when the new version loses its basis, and the still
     # active predecessor is the fallback (approvals/checks.py).
     revocation_spares_item: str | None = None
-    # Also read the tenant's current policy (see ``load_candidates_and_policy``).
+    # Also read the tenant's current policy (see ``load_candidates_policy_and_authorities``).
     with_policy: bool = False
 
 
@@ -439,20 +439,13 @@ def load_candidates(request: CandidateRequest) -> list[resolver.Candidate]:
 Authorities = Mapping[str, tuple[str, str, str]]
 
 
-def load_candidates_and_policy(
-    request: CandidateRequest,
-) -> tuple[list[resolver.Candidate], resolver.Policy | None]:
-    """The candidates and the tenant's current policy, from one statement. The policy is
-    None when no candidate came back: the caller then reads it on its own."""
-    candidates, policy, _ = load_candidates_policy_and_authorities(request)
-    return candidates, policy
-
-
 def load_candidates_policy_and_authorities(
     request: CandidateRequest,
 ) -> tuple[list[resolver.Candidate], resolver.Policy | None, Authorities]:
-    """Also the tenant's fields whose committed state lives in another system (the field
-    catalog), from the same statement; empty when no candidate came back (nothing to mark)."""
+    """The candidates, the tenant's current policy and its fields whose committed state
+    lives in another system (the field catalog), from one statement. With no candidate
+    back, the policy is None (the caller reads it on its own) and the fields are empty
+    (nothing to mark)."""
     rows = candidate_rows(request if request.with_policy else replace(request, with_policy=True))
     candidates = [to_candidate(row, request.known_at, request.include) for row in rows]
     if not rows:

@@ -40,7 +40,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-import config.metrics as metrics
+from core import metrics
 from core.errors import CacheUnavailable
 from memory import cache
 from memory.cache import REDIS_DOWN, redis_failed, run_script

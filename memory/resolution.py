@@ -15,7 +15,7 @@ import orjson
 from django.db import transaction
 from django.utils import timezone
 
-from config import metrics
+from core import metrics
 from core.principals import Principal
 from core.times import iso, iso_instant
 from memory import cache, generations, resolver

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,8 +33,9 @@ from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily
 
-from config import metrics
+from core import metrics
 from core.models import Tenant
 from core.outbox import BROKER_DOWN
 from memory.events import REASON_CHARS
@@ -392,3 +394,30 @@ def _record(delivery_id: str, outcome: Outcome) -> str:
                 ),
             )
     return str(delivery.status)
+
+
+def webhook_gauges() -> Iterator[GaugeMetricFamily]:
+    """Deliveries failing: retrying, or given up with their endpoint disabled
+    (``/metrics``, registered in webhooks.apps)."""
+    retrying = GaugeMetricFamily(
+        "memgov_webhook_deliveries_retrying",
+        "Webhook deliveries that failed at least once and will be tried again.",
+    )
+    retrying.add_metric(
+        [],
+        WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING, attempts__gt=0
+        ).count(),
+    )
+    yield retrying
+    disabled = GaugeMetricFamily(
+        "memgov_webhook_endpoints_disabled",
+        "Webhook endpoints disabled after a day of failed deliveries.",
+    )
+    disabled.add_metric(
+        [],
+        WebhookEndpoint.objects.filter(
+            status=WebhookEndpoint.Status.DISABLED, deleted_at__isnull=True
+        ).count(),
+    )
+    yield disabled

@@ -22,10 +22,10 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import tasks
-from config import metrics
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
 from config.metrics import serve_worker_metrics
+from core.metrics import SCRAPE_READERS, WEBHOOK_ATTEMPTS, webhook_attempted
 from core.models import Outbox
 from memory import cache
 from memory.models import MemoryVersion
@@ -309,19 +309,19 @@ def test_postgresql_connections_are_gauged_against_its_limit(scraper, db):
 
 
 def test_a_failed_webhook_attempt_is_counted(world):
-    failed = metrics.WEBHOOK_ATTEMPTS.labels("failed")
+    failed = WEBHOOK_ATTEMPTS.labels("failed")
     before = failed._value.get()
 
-    metrics.webhook_attempted(delivered=False)
+    webhook_attempted(delivered=False)
 
     assert failed._value.get() == before + 1
 
 
 def test_a_scrape_during_a_database_outage_still_answers_with_the_queue(scraper, db, monkeypatch):
-    def down(self: Any) -> Iterator[Any]:
+    def down() -> Iterator[Any]:
         raise OperationalError("connection timed out")
 
-    monkeypatch.setattr(metrics.LiveCollector, "_reviews", down)
+    monkeypatch.setitem(SCRAPE_READERS, "approvals.pending_reviews", down)
 
     scraped = scraper()
 

@@ -53,8 +53,8 @@ def test_query_count_is_the_same_for_1_and_30_candidates(
     world, one_and_thirty, django_assert_num_queries, shape
 ):
     one, thirty = one_and_thirty
-    # A person's key is read on every request (an agent's may be remembered between
-    # requests when Redis is there), so the count is exact in every environment.
+    # Every key, a person's or an agent's, is read on every request (decision 0018), so
+    # the count is exact in every environment.
     client = world.client("rita")
     resolve(client, subject=one)  # the key's last_used_at is written once a minute, not here
 
