@@ -48,10 +48,16 @@ class Meaning:
         """The facts were read among those of the entities the query names."""
         return bool(self.mentioned)
 
+    # The query only names them ("王伟"): their facts are what it asks for, as lexical
+    # search lists a named entity's facts.
+    name_only: bool = False
+
     @property
     def floor(self) -> float:
         """How near a fact must be to answer: among a named entity's few facts, the one
         that is somewhat near is what is asked; across the tenant it must be nearer."""
+        if self.name_only:
+            return -1.0
         return semantic.SCOPED_FLOOR if self.scoped else semantic.MEMORY_FLOOR
 
 
@@ -102,39 +108,52 @@ def _meaning(
     across the tenant by the whole query."""
     tenant = principal.tenant.pk
     whole = semantic.query_text(search_terms.positive_text(query.q))
-    mentioned = _mentioned(found)
-    narrowing = search.narrowing(tenant, query)
-    asked = whole
-    named: dict[str, frozenset[str]] = {}
-    if mentioned:
-        words = semantic.entity_words(sorted(mentioned))
-        said = _asked_words(terms)
-        holds = search_terms.named
-        named = {e: frozenset(w for w in said if holds(w, words.get(e, set()))) for e in mentioned}
-        asked = _remainder(query.q, set().union(*words.values()))
-        sql, params = _about(tenant, sorted(mentioned))
-        narrowing = (narrowing[0] + sql, [*narrowing[1], *params])
-    texts = list(dict.fromkeys([whole, asked] if asked else [whole]))
-    vectors = dict(zip(texts, semantic.query_vectors(model, texts), strict=True))
-    versions = []
-    if asked and any(w not in search_terms.STOP_WORDS for w in asked.split()):
-        versions = semantic.nearest_versions(
-            model,
-            principal,
-            vectors[asked],
-            statuses=query.statuses,
-            narrowing=narrowing,
-            limit=NEAREST,
-        )
+    (whole_vector,) = semantic.query_vectors(model, [whole])
     entities = []
     if not query.facts_only:
         entities = semantic.nearest_entities(
-            model, tenant, vectors[whole], limit=semantic.NEAR_ENTITIES
+            model, tenant, whole_vector, limit=semantic.NEAR_ENTITIES
         )
+    # Named by its words, or by another spelling or script ("王伟", "Marta Kowalcyk"):
+    # an entity near enough whose names hold a word of the query.
+    candidates = _mentioned(found) | {
+        n.id for n in entities if n.similarity >= semantic.ENTITY_FLOOR
+    }
+    words = semantic.entity_words(sorted(candidates)) if candidates else {}
+    said = _asked_words(terms)
+    named = {
+        e: frozenset(w for w in said if search_terms.named(w, words.get(e, set())))
+        for e in candidates
+    }
+    # Of entities named in part, the one the query names most: "Giorgos Papadopoulos" is
+    # Γιώργος Παπαδόπουλος, not Papadopoulos Shipping; "Dana Kim" not Dana Whitfield.
+    named = {
+        e: held
+        for e, held in named.items()
+        if held and not any(held < other for other in named.values())
+    }
+    narrowing = search.narrowing(tenant, query)
+    vector, name_only = whole_vector, False
+    if named:
+        asked = _remainder(query.q, set().union(*(words[e] for e in named)))
+        sql, params = _about(tenant, sorted(named))
+        narrowing = (narrowing[0] + sql, [*narrowing[1], *params])
+        name_only = not any(w not in search_terms.STOP_WORDS for w in asked.split())
+        if not name_only:
+            (vector,) = semantic.query_vectors(model, [asked])
+    versions = semantic.nearest_versions(
+        model,
+        principal,
+        vector,
+        statuses=query.statuses,
+        narrowing=narrowing,
+        limit=NEAREST,
+    )
     return Meaning(
         versions={int(n.id): n.similarity for n in versions},
         entities={n.id: n.similarity for n in entities},
         mentioned=named,
+        name_only=name_only,
     )
 
 
@@ -171,9 +190,15 @@ def _fused(
         if c.type == "source"
         or _answers(c, meaning, asked, names.get(c.id, set()), meaning.mentioned)
     ]
+    # A query that only names entities finds them first, then their facts (as lexical
+    # search ranks a named entity above its facts).
     by_meaning = sorted(
         (c for c in pool if _similarity(c, meaning) is not None),
-        key=lambda c: (-(_similarity(c, meaning) or 0.0), c.key),
+        key=lambda c: (
+            meaning.name_only and c.type != "entity",
+            -(_similarity(c, meaning) or 0.0),
+            c.key,
+        ),
     )
     meaning_rank = {_key(c): rank for rank, c in enumerate(by_meaning, start=1)}
     for candidate in pool:
@@ -185,15 +210,35 @@ def _fused(
             score += MEANING_WEIGHT / (RRF_K + meaning_rank[key])
         # On a 0..1 scale like lexical scores: 1 for first in both rankings.
         candidate.score = score / ((LEXICAL_WEIGHT + MEANING_WEIGHT) / (RRF_K + 1))
+    if meaning.name_only:
+        _below_their_entities(pool)
     pool.sort(key=lambda c: c.key)
     return Found(pool[: search.RANKED], MATCH_SOME if pool else MATCH_ALL)
 
 
-def _links_named(candidate: Candidate, mentioned: dict[str, frozenset[str]]) -> bool:
+def _below_their_entities(pool: list[Candidate]) -> None:
+    """A query that only names entities finds them first, each fact just below the
+    entity it is about (as lexical search ranks a named entity's facts)."""
+    scores = {c.id: c.score for c in pool if c.type == "entity"}
+    for candidate in pool:
+        if candidate.type != "memory":
+            continue
+        about = {str(candidate.body.get("subject")), *candidate.body.get("references", ())}
+        held = [scores[e] for e in about if e in scores]
+        if held:
+            candidate.score = min(candidate.score, max(held) * search.SUBJECT_SHARE)
+
+
+def _links_named(
+    candidate: Candidate, mentioned: dict[str, frozenset[str]], *, at_least: int = 2
+) -> bool:
     """A fact about two entities the query names by different words ("is Northwind part
-    of Globex"), not two that share the word that found them (Dana Kim, Dana Whitfield)."""
+    of Globex"), not two that share the word that found them (Dana Kim, Dana Whitfield);
+    or, ``at_least=1``, about one of them."""
     about = {str(candidate.body.get("subject")), *candidate.body.get("references", ())}
     covered = [mentioned[e] for e in about if e in mentioned]
+    if at_least == 1:
+        return bool(covered)
     together = frozenset().union(*covered) if covered else frozenset()
     return len(covered) >= 2 and all(words < together for words in covered)
 
@@ -212,6 +257,8 @@ def _answers(
     if candidate.type == "entity":
         return bool(asked) and all(search_terms.named(word, names) for word in asked)
     if _links_named(candidate, mentioned):
+        return True
+    if meaning.name_only and _links_named(candidate, mentioned, at_least=1):
         return True
     own_text = candidate.matched & {search.TEXT, "field", "statement", "value"}
     similarity = _similarity(candidate, meaning)

@@ -248,7 +248,7 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     for other in _spelled_in_latin(principal, name, entities, kind):
         keep(other, "transliteration")
     for other in _near_in_meaning(principal, name, entities):
-        keep(other, "semantic")
+        keep(other, "transliteration" if _latin_of(other, name) else "semantic")
     ranked = sorted(found.values(), key=lambda pair: (MATCH_KINDS.index(pair[1]), pair[0].pk))
     return ranked[:MATCH_LIMIT]
 
@@ -269,6 +269,12 @@ def _spelled_in_latin(
         *by_name[:MATCH_SCAN],
         *(row.entity for row in aliased.select_related("entity")[:MATCH_SCAN]),
     ]
+
+
+def _latin_of(entity: Entity, mention: str) -> bool:
+    """The mention is the entity's name in Latin letters ("Li Na" for 李娜)."""
+    latin = romanized(entity.name)
+    return bool(latin) and " ".join(fold(latin).split()) == " ".join(fold(mention).split())
 
 
 def _near_in_meaning(principal: Principal, name: str, entities: QuerySet[Entity]) -> list[Entity]:

@@ -78,6 +78,8 @@ def model() -> embeddings.Model | None:
     configured = embeddings.configured()
     if configured is None:
         return None
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()  # the extension is loaded as a connection opens
     if connection.vendor == "sqlite" and not _sqlite_vec_loaded():
         _say_off_once("sqlite-vec cannot be loaded by this Python's SQLite (README)")
         return None

@@ -45,3 +45,26 @@ def test_the_semantic_stories_hold_on_sqlite(tmp_path: Path):
 
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout
+
+
+def test_embed_status_reads_a_sqlite_database_from_the_command_line(tmp_path: Path):
+    """The operator's progress command opens its own connection, sqlite-vec with it."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'status.sqlite3'}",
+        "MEMGOV_VAR_DIR": str(tmp_path / "var"),
+    }
+    manage = [sys.executable, "manage.py"]
+    for command in (["migrate", "-v0"], ["embed", "--status"]):
+        done = subprocess.run(  # noqa: S603 - this checkout's manage.py
+            [*manage, *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    assert done.stdout.strip().endswith("0 of 0 versions and entities embedded (100%)")

@@ -156,6 +156,7 @@ def test_a_name_in_other_letters_is_a_candidate_never_a_match(
     }
     assert by_latin["decision"] == "ambiguous"
     assert by_latin["candidates"][0]["id"] == chinese
+    assert by_latin["candidates"][0]["matched_on"] == "transliteration"
 
 
 def test_readiness_says_semantic_retrieval_is_on(client: Any, world: World):
@@ -208,3 +209,27 @@ def test_erasure_deletes_her_vectors_before_it_answers(world: World, shop: Shop)
     assert not Embedding.objects.filter(entity_id=shop.dana).exists()
     assert not Embedding.objects.filter(version__item__subject_id=shop.dana).exists()
     assert shop.office not in found_ids(search(world, "where do Dana Kim's parcels go"))
+
+
+def test_a_name_in_other_letters_is_followed_to_that_persons_facts(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    wang = entity(world, django_capture_on_commit_callbacks, "Wang Wei")
+    said = record_source(world.client("agent"), content="Wang: e-mail me the invoices.")
+    billing = fact(
+        world,
+        django_capture_on_commit_callbacks,
+        preference_body(
+            wang,
+            said,
+            field="billing_channel",
+            value="email",
+            statement="Invoices by e-mail only.",
+        ),
+    )
+
+    by_name = search(world, "王伟")
+    asked = search(world, "how is 王伟 billed")
+
+    assert found_ids(by_name)[:2] == [wang, billing]
+    assert found_ids(asked)[:1] == [billing]
