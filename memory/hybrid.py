@@ -109,22 +109,20 @@ def _meaning(
     tenant = principal.tenant.pk
     whole = semantic.query_text(search_terms.positive_text(query.q))
     (whole_vector,) = semantic.query_vectors(model, [whole])
+    by_words = _mentioned(found)
     entities = []
     if not query.facts_only:
+        # Another spelling or script of a name ("Chen Jing" for 陈静, beside Sarah Chen).
         entities = semantic.nearest_entities(
             model, tenant, whole_vector, limit=semantic.NEAR_ENTITIES
         )
     # Named by its words, or by another spelling or script ("王伟", "Marta Kowalcyk"):
     # an entity near enough whose names hold a word of the query.
-    candidates = _mentioned(found) | {
-        n.id for n in entities if n.similarity >= semantic.ENTITY_FLOOR
-    }
+    by_meaning = {n.id for n in entities if n.similarity >= semantic.ENTITY_FLOOR}
+    candidates = by_words | by_meaning
     words = semantic.entity_words(sorted(candidates)) if candidates else {}
     said = _asked_words(terms)
-    named = {
-        e: frozenset(w for w in said if search_terms.named(w, words.get(e, set())))
-        for e in candidates
-    }
+    named = {e: _held(said, words.get(e, set()), near=e in by_meaning) for e in candidates}
     # Of entities named in part, the one the query names most: "Giorgos Papadopoulos" is
     # Γιώργος Παπαδόπουλος, not Papadopoulos Shipping; "Dana Kim" not Dana Whitfield.
     named = {
@@ -134,10 +132,12 @@ def _meaning(
     }
     narrowing = search.narrowing(tenant, query)
     vector, name_only = whole_vector, False
+    if named or query.subject:
+        # Few rows: their ids by their own indexes first (an OR of subject and reference
+        # in one statement reads every version of the tenant), then each compared.
+        narrowing = _among(principal, query, sorted(named))
     if named:
         asked = _remainder(query.q, set().union(*(words[e] for e in named)))
-        sql, params = _about(tenant, sorted(named))
-        narrowing = (narrowing[0] + sql, [*narrowing[1], *params])
         name_only = not any(w not in search_terms.STOP_WORDS for w in asked.split())
         if not name_only:
             (vector,) = semantic.query_vectors(model, [asked])
@@ -148,6 +148,7 @@ def _meaning(
         statuses=query.statuses,
         narrowing=narrowing,
         limit=NEAREST,
+        exact=bool(named or query.subject),  # a few entities' facts: compare each
     )
     return Meaning(
         versions={int(n.id): n.similarity for n in versions},
@@ -157,14 +158,47 @@ def _meaning(
     )
 
 
-def _about(tenant: int, entity_ids: list[str]) -> tuple[str, list[Any]]:
-    """Versions about these entities, as subject or referenced in the value."""
-    marks = ", ".join(["%s"] * len(entity_ids))
-    sql = (
-        f" AND (v.subject_id IN ({marks}) OR v.id IN (SELECT r.version_id FROM "  # noqa: S608 - bound values
-        f"memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id IN ({marks})))"
+SCOPE_LIMIT = 2000  # versions about the named entities compared one by one
+
+
+def _among(principal: Principal, query: SearchQuery, named: list[str]) -> tuple[str, list[Any]]:
+    """The narrowing to the versions about the named entities (as subject or referenced),
+    within the query's own subject and kind, as a list of ids."""
+    tenant = principal.tenant.pk
+    about = [*named, *([query.subject] if query.subject else [])]
+    ids = set(
+        MemoryVersion.objects.filter(tenant_id=tenant, subject_id__in=about).values_list(
+            "pk", flat=True
+        )[:SCOPE_LIMIT]
+    ) | set(
+        EntityReference.objects.filter(tenant_id=tenant, entity_id__in=about).values_list(
+            "version_id", flat=True
+        )[:SCOPE_LIMIT]
     )
-    return sql, [*entity_ids, tenant, *entity_ids]
+    if query.subject:  # within its facts, whatever else the query names
+        own = set(
+            MemoryVersion.objects.filter(tenant_id=tenant, subject_id=query.subject).values_list(
+                "pk", flat=True
+            )
+        ) | set(
+            EntityReference.objects.filter(tenant_id=tenant, entity_id=query.subject).values_list(
+                "version_id", flat=True
+            )
+        )
+        ids &= own
+    kind, kind_params = search.narrowing(tenant, SearchQuery(q=query.q, kind=query.kind))
+    if not ids:
+        return " AND FALSE", []
+    marks = ", ".join(["%s"] * len(ids))
+    return f"{kind} AND v.id IN ({marks})", [*kind_params, *sorted(ids)]
+
+
+def _held(said: tuple[str, ...], names: set[str], *, near: bool) -> frozenset[str]:
+    """The query's words an entity's names hold: as they are for one found by its words,
+    and misspelled or in other letters too for one found by meaning."""
+    if near:
+        return frozenset(w for w in said if search_terms.named(w, names))
+    return frozenset(w for w in said if w in names)
 
 
 def _fused(

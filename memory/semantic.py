@@ -395,9 +395,14 @@ def nearest_versions(
     statuses: Sequence[str],
     narrowing: tuple[str, list[Any]],
     limit: int,
+    exact: bool = False,
 ) -> list[Near]:
     """The versions nearest ``vector`` that the caller may see, in one statement: tenant,
-    labels, statuses and the subject/kind narrowing (``v.``) are its WHERE clause."""
+    labels, statuses and the subject/kind narrowing (``v.``) are its WHERE clause.
+
+    ``exact`` when the narrowing leaves few rows (a subject's facts): they are read by
+    their own indexes and each compared, instead of walking the HNSW graph until enough
+    of them turn up among a million."""
     vendor = connection.vendor
     visible, visible_params = visible_sql("v.required_visibility", principal.labels, vendor)
     narrow, narrow_params = narrowing
@@ -409,7 +414,7 @@ def nearest_versions(
         "JOIN memory_memoryversion v ON v.id = m.version_id "
         f"WHERE m.model = {model_literal(current)} AND m.tenant_id = %s AND v.tenant_id = %s "
         f"AND v.status IN ({statuses_sql}) AND v.erased_at IS NULL AND {visible}{narrow} "
-        f"ORDER BY {distance} LIMIT %s"
+        f"AND m.version_id IS NOT NULL ORDER BY {_ordered(distance, exact=exact)} LIMIT %s"
     )
     tenant = principal.tenant.pk
     params = [parameter, tenant, tenant, *statuses, *visible_params]
@@ -423,6 +428,7 @@ def nearest_versions(
 def nearest_entities(
     current: embeddings.Model, tenant_id: int, vector: list[float], *, limit: int
 ) -> list[Near]:
+    """A tenant's entities nearest ``vector``, from the entities' own HNSW index."""
     distance = _distance(current)
     parameter = _as_parameter(vector)
     sql = (
@@ -430,10 +436,18 @@ def nearest_entities(
         "JOIN memory_entity e ON e.id = m.entity_id "
         f"WHERE m.model = {model_literal(current)} AND m.tenant_id = %s AND e.tenant_id = %s "
         "AND e.erased_at IS NULL "
-        f"ORDER BY {distance} LIMIT %s"
+        f"AND m.entity_id IS NOT NULL ORDER BY {distance} LIMIT %s"
     )
     params = [parameter, tenant_id, tenant_id, parameter, limit]
     return [Near("entity", entity_id, 1.0 - float(d)) for entity_id, d in _read(sql, params)]
+
+
+def _ordered(distance: str, *, exact: bool) -> str:
+    """The ORDER BY: the HNSW index serves the distance itself; ``+ 0`` is the same
+    order in an expression no index has, so PostgreSQL compares every row its other
+    conditions leave (a tenant's entities, a subject's facts) — exact, and quick when
+    they are few."""
+    return f"({distance}) + 0" if exact else distance
 
 
 def _read(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
