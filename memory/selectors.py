@@ -247,8 +247,11 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
         keep(row.entity, _how(query, words, " ".join(fold(row.normalized).split()), alias=True))
     for other in _spelled_in_latin(principal, name, entities, kind):
         keep(other, "transliteration")
-    for other in _near_in_meaning(principal, name, entities):
-        keep(other, "transliteration" if _latin_of(other, name) else "semantic")
+    if not any(how in ("name", "alias") for _, how in found.values()):
+        # Only without an exact name: one decides the match whatever else is near, and
+        # embedding the mention costs a context block's every subject ~10 ms.
+        for other in _near_in_meaning(principal, name, entities):
+            keep(other, "transliteration" if _latin_of(other, name) else "semantic")
     ranked = sorted(found.values(), key=lambda pair: (MATCH_KINDS.index(pair[1]), pair[0].pk))
     return ranked[:MATCH_LIMIT]
 
