@@ -64,15 +64,14 @@ class Meaning:
 def search_hybrid(principal: Principal, query: SearchQuery) -> Found:
     """Every candidate, best first: lexical, with meaning where semantic retrieval is on."""
     with bound_on_server(), transaction.atomic(savepoint=False):
-        found = search.lexical(principal, query)
+        model = semantic.model()
+        terms = search_terms.parse(query.q)
+        # An excluded word is a rule about words, and an id is exact: words alone.
+        by_meaning = model is not None and not terms.excluded and not _only_identifiers(terms)
+        found = search.lexical(principal, query, by_meaning=by_meaning)
         if found.match == MATCH_ALL and any(c.type != "source" for c in found.candidates):
             return found  # facts or entities with every word: the words are sure
-        terms = search_terms.parse(query.q)
-        if terms.excluded or _only_identifiers(terms):
-            # An excluded word is a rule about words, and an id is exact.
-            return found
-        model = semantic.model()
-        if model is None:
+        if model is None or not by_meaning:
             return found
         meaning = _meaning(model, principal, query, found, terms)
         return _fused(found, meaning, principal, terms, query.q)

@@ -108,10 +108,13 @@ class Mention:
     covers: frozenset[int]
 
 
-def lexical(principal: Principal, query: SearchQuery) -> Found:
+def lexical(principal: Principal, query: SearchQuery, *, by_meaning: bool = False) -> Found:
     """Every candidate by its words, best first (at most ``RANKED`` of each type). The
     caller binds on the server (psycopg then prepares the statements: planning them is a
-    third of a search's time) in one transaction: memory.hybrid."""
+    third of a search's time) in one transaction: memory.hybrid.
+
+    ``by_meaning``: semantic retrieval reads the facts of the entities a partial query
+    names by meaning, so the words alone are not looked up across the tenant for it."""
     backend = _backend()
     tenant, labels = principal.tenant.pk, principal.labels
     terms = search_terms.parse(query.q)
@@ -135,7 +138,7 @@ def lexical(principal: Principal, query: SearchQuery) -> Found:
     if whole or not every:
         whole.sort(key=lambda c: c.key)
         return Found(whole, MATCH_ALL)
-    partial = _partial(backend, principal, query, terms, mentions, followed)
+    partial = _partial(backend, principal, query, terms, mentions, followed, by_meaning)
     # Nothing at all is an honest empty answer, not a partial one.
     return Found(partial, MATCH_SOME if partial else MATCH_ALL)
 
@@ -261,6 +264,7 @@ def _partial(
     terms: search_terms.Terms,
     mentions: dict[str, Mention],
     followed: dict[str, Mention],
+    by_meaning: bool = False,
 ) -> list[Candidate]:
     """No candidate has every word: facts and entities with any countable one, ranked by
     the words they have, each weighing less the more candidates have it."""
@@ -271,6 +275,8 @@ def _partial(
     every = frozenset(range(len(terms.groups)))
     rows = backend.versions(tenant, labels, query, list(followed), text=False)
     for i in sorted(countable):
+        if by_meaning and followed:
+            break  # the named entities' facts are read by meaning (memory.hybrid)
         rows += backend.versions_of_group(tenant, labels, query, terms, i)
     covered = _covered(backend, rows, followed, terms, every, prefix=True)
     hits = dict.fromkeys(countable, 0)
