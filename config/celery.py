@@ -60,6 +60,15 @@ def _same_redis_as_the_deployment(**_: Any) -> None:
         raise SystemExit(f"refusing to start: {exc}") from exc
 
 
+@signals.worker_process_init.connect
+def _embedding_model_in_the_background(**_: Any) -> None:
+    """Each pool process loads semantic retrieval's model in the background as it starts,
+    so the first embedding task does not hold the gate checks queued behind it."""
+    from memory.embeddings import warm_up  # noqa: PLC0415 - apps load after this
+
+    warm_up()
+
+
 def prepare_embedded_broker() -> None:
     """The filesystem transport (``make run`` without Redis) needs its folders."""
     if not str(settings.CELERY_BROKER_URL).startswith("filesystem://"):

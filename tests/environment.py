@@ -14,6 +14,10 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production")
 # Outside DEBUG a process without EMAIL_URL refuses to start (config/settings.py); tests
 # and the servers they start keep mail in memory (pytest-django's outbox) or drop it.
 os.environ.setdefault("EMAIL_URL", "locmem://")
+# Semantic retrieval's model costs seconds of CPU in every process that loads it (each
+# test process, server and worker child): off unless a test turns it on (tests/semantic,
+# the canary), which keeps the suite within CI's time.
+os.environ.setdefault("MEMGOV_SEMANTIC", "false")
 _VAR = Path(__file__).resolve().parent.parent / "var" / "test"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, … in a parallel run
 _INDEX = int(_WORKER.removeprefix("gw")) if _WORKER else 0

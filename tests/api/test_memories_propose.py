@@ -530,11 +530,10 @@ def test_a_preference_stays_checking_in_the_answer_and_its_gate_runs_after_commi
     with django_capture_on_commit_callbacks() as callbacks:
         response = agent.post("/api/v1/memories", preference_body(ev.dana, ev.message), "json")
     assert response.json()["status"] == "checking"
-    assert len(callbacks) == 2  # its vector and run_gate_checks, nothing else for a preference
+    assert len(callbacks) == 1  # run_gate_checks, nothing else for a preference
 
     with django_capture_on_commit_callbacks(execute=True):
-        for callback in callbacks:
-            callback()
+        callbacks[0]()
 
     after = agent.get(f"/api/v1/memories/{response.json()['id']}").json()
     assert after["status"] == "active"
@@ -578,8 +577,8 @@ def test_a_task_fact_waits_for_review_with_a_preview_and_a_notice(
     agent = world.client("agent")
     with django_capture_on_commit_callbacks() as callbacks:
         response = agent.post("/api/v1/memories", task_fact_body(ev.dana, ev.order), "json")
-    # its vector, preview checks, the reviewers' notice and the webhooks' pending_review
-    assert len(callbacks) == 4
+    # preview checks, the reviewers' notice and the webhooks' memory.pending_review
+    assert len(callbacks) == 3
 
     with django_capture_on_commit_callbacks(execute=True):
         for callback in callbacks:
@@ -601,10 +600,9 @@ def test_a_mention_is_held_without_checks_until_a_reviewer_links_it(
         response = world.client("agent").post("/api/v1/memories", body, "json")
 
     memory = response.json()
-    # No checks, no webhook event: only the reviewers are told it needs a subject (issue
-    # 15); its text gets a vector, so search finds it by meaning too (issue 45).
+    # No checks, no webhook event: only the reviewers are told it needs a subject (issue 15).
     after = Outbox.objects.order_by("pk").values_list("kind", flat=True)[before:]
-    assert list(after) == ["semantic.embed", "notify.held_mention"]
+    assert list(after) == ["notify.held_mention"]
     assert memory["status"] == "held_unresolved"
     assert memory["subject"] is None
     assert memory["subject_mention"] == "D. Kim"

@@ -189,7 +189,7 @@ def test_readyz_names_every_check_when_all_answer(client, db):
     assert response.json() == {
         "status": "ok",
         "checked": ["database", "cache", "broker"],
-        "semantic": "on",
+        "semantic": "off",
     }
 
 
@@ -220,7 +220,7 @@ def test_readyz_stays_ready_naming_a_redis_role_that_does_not_answer(
         "status": "degraded",
         "checked": ["database", "cache", "broker"],
         "degraded": [failing],
-        "semantic": "on",
+        "semantic": "off",
     }
 
 

@@ -55,7 +55,7 @@ from rest_framework.test import APIClient
 import dashboard.urls
 from contract.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
-from memory import events, people, tenancy
+from memory import embeddings, events, people, tenancy
 from memory.grants import permission_grant
 from memory.models import Embedding
 from tests.cache.conftest import database_url, free_port
@@ -487,6 +487,7 @@ def live(transactional_db: Any) -> Iterator[Live]:
         "EMAIL_URL": "dummy://",
         "MEMGOV_THROTTLE_RATE": "1000000/min",
         "MEMGOV_PROBE_PORT": "0",  # no fixed probe port to share with a parallel test process
+        "MEMGOV_SEMANTIC": "true",  # reads by meaning are read surfaces too (issue 45)
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     logs = ROOT / "var" / "test"
@@ -613,8 +614,17 @@ def _vectors_of(entity_id: str) -> Any:
     return Embedding.objects.filter(Q(entity_id=entity_id) | Q(version__item__subject_id=entity_id))
 
 
+@pytest.fixture
+def semantic_on(settings: Any) -> Iterator[None]:
+    """Search and matching read by meaning here too (tests/environment.py turns it off)."""
+    settings.MEMGOV_SEMANTIC = True
+    embeddings.configured.cache_clear()
+    yield
+    embeddings.configured.cache_clear()
+
+
 def test_no_read_shows_a_principal_what_it_may_not_see(
-    live: Live, receivers: dict[str, Receiver], mailoutbox: list[Any]
+    live: Live, receivers: dict[str, Receiver], mailoutbox: list[Any], semantic_on: None
 ) -> None:
     w = World()
     people_and_keys(w)

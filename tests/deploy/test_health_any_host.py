@@ -24,7 +24,7 @@ def test_readiness_answers_a_probe_that_calls_the_pod_by_its_ip(client, db):
     assert response.json() == {
         "status": "ok",
         "checked": ["database", "cache", "broker"],
-        "semantic": "on",
+        "semantic": "off",
     }
 
 

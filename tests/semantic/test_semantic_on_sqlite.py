@@ -52,6 +52,7 @@ def test_embed_status_reads_a_sqlite_database_from_the_command_line(tmp_path: Pa
     env = {
         **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'status.sqlite3'}",
+        "MEMGOV_SEMANTIC": "true",
         "MEMGOV_VAR_DIR": str(tmp_path / "var"),
     }
     manage = [sys.executable, "manage.py"]
