@@ -26,7 +26,6 @@ from memory import search, search_terms, semantic
 from memory.models import Entity, EntityReference, MemoryVersion
 from memory.search import MATCH_ALL, MATCH_SOME, Candidate, Found, SearchQuery
 
-_POSSESSIVE = re.compile(r"['\u2019]s?$")
 SEMANTIC = "semantic"  # in ``matched``: the candidate is near the query in meaning
 NEAREST = 40  # versions read by meaning per query
 RRF_K = 10  # reciprocal rank fusion's constant: small, so the first ranks weigh most
@@ -164,32 +163,25 @@ def _among(principal: Principal, query: SearchQuery, named: list[str]) -> tuple[
     """The narrowing to the versions about the named entities (as subject or referenced),
     within the query's own subject and kind, as a list of ids."""
     tenant = principal.tenant.pk
-    about = [*named, *([query.subject] if query.subject else [])]
-    ids = set(
-        MemoryVersion.objects.filter(tenant_id=tenant, subject_id__in=about).values_list(
-            "pk", flat=True
-        )[:SCOPE_LIMIT]
-    ) | set(
-        EntityReference.objects.filter(tenant_id=tenant, entity_id__in=about).values_list(
-            "version_id", flat=True
-        )[:SCOPE_LIMIT]
-    )
+    ids = _versions_about(tenant, [*named, *([query.subject] if query.subject else [])])
     if query.subject:  # within its facts, whatever else the query names
-        own = set(
-            MemoryVersion.objects.filter(tenant_id=tenant, subject_id=query.subject).values_list(
-                "pk", flat=True
-            )
-        ) | set(
-            EntityReference.objects.filter(tenant_id=tenant, entity_id=query.subject).values_list(
-                "version_id", flat=True
-            )
-        )
-        ids &= own
+        ids &= _versions_about(tenant, [query.subject], limit=None)
     kind, kind_params = search.narrowing(tenant, SearchQuery(q=query.q, kind=query.kind))
     if not ids:
         return " AND FALSE", []
     marks = ", ".join(["%s"] * len(ids))
     return f"{kind} AND v.id IN ({marks})", [*kind_params, *sorted(ids)]
+
+
+def _versions_about(
+    tenant: int, entity_ids: list[str], *, limit: int | None = SCOPE_LIMIT
+) -> set[int]:
+    """Versions whose subject is one of these entities or whose value references one."""
+    subjects = MemoryVersion.objects.filter(tenant_id=tenant, subject_id__in=entity_ids)
+    referencing = EntityReference.objects.filter(tenant_id=tenant, entity_id__in=entity_ids)
+    return set(subjects.values_list("pk", flat=True)[:limit]) | set(
+        referencing.values_list("version_id", flat=True)[:limit]
+    )
 
 
 def _held(said: tuple[str, ...], names: set[str], *, near: bool) -> frozenset[str]:
@@ -318,7 +310,9 @@ def _names_someone_unknown(
     if not ids_only:
         asked += [w for w in words[1:] if w[0].isupper()]
     for word in asked:
-        for part in search_terms.WORDS.findall(search_terms.fold(_POSSESSIVE.sub("", word))):
+        for part in search_terms.WORDS.findall(
+            search_terms.fold(search_terms.without_possessive(word))
+        ):
             if part in search_terms.STOP_WORDS or part in search_terms.FILLER:
                 continue
             if not search_terms.named(part, known):
@@ -377,11 +371,7 @@ def _by_meaning_alone(
 def _version_candidates(rows: list[int], meaning: Meaning) -> list[Candidate]:
     if not rows:
         return []
-    references: dict[int, list[str]] = {}
-    for version_id, entity_id in EntityReference.objects.filter(version_id__in=rows).values_list(
-        "version_id", "entity_id"
-    ):
-        references.setdefault(version_id, []).append(entity_id)
+    references = search.references_of(rows)
     versions = MemoryVersion.objects.filter(pk__in=rows).values_list(
         "pk", "item_id", "number", "kind", "subject_id", "field", "statement", "status"
     )

@@ -235,7 +235,7 @@ def _covered(
 ) -> dict[int, frozenset[int]]:
     """The groups each version row covers: all for a match of every word; else those its
     subject's and referenced entities' names hold and those its own text matches."""
-    references = _references([row[0] for row in rows])
+    references = references_of([row[0] for row in rows])
     covered: dict[int, frozenset[int]] = {}
     unsure: list[int] = []
     for row in rows:
@@ -311,7 +311,7 @@ def _partial(
     return candidates
 
 
-def _references(version_ids: list[int]) -> dict[int, list[str]]:
+def references_of(version_ids: list[int]) -> dict[int, list[str]]:
     references: dict[int, list[str]] = {}
     for version_id, entity_id in EntityReference.objects.filter(
         version_id__in=version_ids
@@ -495,7 +495,7 @@ def _version_candidates(
     """Rows (id, item_id, number, kind, subject_id, field, statement, status, rank, hits),
     ``hits`` naming the members the text matched; a fact through an entity the query
     names ranks just below that entity."""
-    references = _references([row[0] for row in rows])
+    references = references_of([row[0] for row in rows])
     found: dict[int, Candidate] = {}
     for (
         version_id,

@@ -54,6 +54,11 @@ _UNQUOTABLE = re.compile(r"['\\]")
 _POSSESSIVE = re.compile(r"(?<=\w)['\u2019]s?$")
 
 
+def without_possessive(word: str) -> str:
+    """``Northwind's`` as ``Northwind``: an English possessive names its owner."""
+    return _POSSESSIVE.sub("", word)
+
+
 def fold(text: str) -> str:
     """Casefolded, accents removed, ``ß`` as ``ss``: how names and text are matched."""
     folded = unicodedata.normalize("NFKD", text.casefold())
@@ -153,7 +158,7 @@ def parse(q: str) -> Terms:
         if bare is not None and bare.startswith("-") and len(bare) > 1:
             negate, bare = "-", bare[1:]
         if bare is not None:
-            bare = _POSSESSIVE.sub("", bare)  # "Northwind's terms" asks about Northwind
+            bare = without_possessive(bare)  # "Northwind's terms" asks about Northwind
         term = _term(phrase if phrase is not None else str(bare))
         if term is None:
             continue  # a lone "-", a stop word: nothing to match or exclude

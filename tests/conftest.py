@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 from config.celery import app as celery_app
 from core.models import Tenant
 from core.principals import Principal
-from memory import tenancy
+from memory import embeddings, tenancy
 from memory.grants import permission_grant
 
 RESTRICTED_LABELS = ["finance", "hr", "legal", "support", "x"]
@@ -161,3 +161,13 @@ def iso(moment: datetime) -> str:
 def _responses_match_the_schema(settings: Any) -> None:
     """Every API answer of every test is checked against the published OpenAPI schema."""
     settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.openapi_check.ResponseSchemaMiddleware"]
+
+
+@pytest.fixture
+def semantic_on(settings: Any) -> Iterator[None]:
+    """Search and matching read by meaning (tests/environment.py turns it off elsewhere:
+    every process would load the model)."""
+    settings.MEMGOV_SEMANTIC = True
+    embeddings.configured.cache_clear()
+    yield
+    embeddings.configured.cache_clear()

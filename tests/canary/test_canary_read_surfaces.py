@@ -55,7 +55,7 @@ from rest_framework.test import APIClient
 import dashboard.urls
 from contract.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
-from memory import embeddings, events, people, tenancy
+from memory import events, people, tenancy
 from memory.grants import permission_grant
 from memory.models import Embedding
 from tests.cache.conftest import database_url, free_port
@@ -612,15 +612,6 @@ def receivers() -> Iterator[dict[str, Receiver]]:
 
 def _vectors_of(entity_id: str) -> Any:
     return Embedding.objects.filter(Q(entity_id=entity_id) | Q(version__item__subject_id=entity_id))
-
-
-@pytest.fixture
-def semantic_on(settings: Any) -> Iterator[None]:
-    """Search and matching read by meaning here too (tests/environment.py turns it off)."""
-    settings.MEMGOV_SEMANTIC = True
-    embeddings.configured.cache_clear()
-    yield
-    embeddings.configured.cache_clear()
 
 
 def test_no_read_shows_a_principal_what_it_may_not_see(
