@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
+from playwright.sync_api import expect
 
 from config.celery import app as celery_app
 from config.celery import prepare_embedded_broker
@@ -31,6 +32,8 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"  # the run's artifact (issue 15)
 WAIT_MS = 20_000  # an upper bound for the page to show what it must; never a timing claim
+# Assertions wait as long as actions: a worker starting on a loaded machine takes seconds.
+expect.set_options(timeout=WAIT_MS)
 
 
 # One browser a test module: Playwright's sync API keeps an event loop running in this

@@ -172,7 +172,8 @@ async def delivery_story(connect: Connect, live: Live, world: World, dana: str) 
         status, approved = live.call(
             "POST", f"/api/v1/memories/{memory_id}/approve", world.keys["rita"], {"comment": "ok"}
         )
-        assert (status, approved["status"]) == (200, "checking"), approved
+        # The answer is the memory as it is then: checking, or active when the worker won.
+        assert status == 200 and approved["status"] in ("checking", "active"), approved
         active = await _until(agent, memory_id, lambda m: m["status"] != "checking")
         assert (active["status"], active["verification"]) == ("active", "verified_record")
         assert active["checks"]["status"] == "passed" and active["checks"]["failed"] == 0
