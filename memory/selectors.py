@@ -215,18 +215,20 @@ def entity_match(*, principal: Principal, name: str, kind: str | None) -> list[t
     words = _tokens(query)
     if not query:
         return []
-    longest = max(words, key=len) if words else query
+    # Every way to match holds every word of the mention: the database reads only names
+    # with all of them ("customer" alone is in every name of a CRM's customers).
+    each_word = [Q(folded__contains=word) for word in dict.fromkeys(words)] or [
+        Q(folded__contains=query)
+    ]
     # An erased entity is no one's candidate any more (issue 42): nothing may name it again.
     entities = Entity.objects.filter(tenant=principal.tenant, erased_at__isnull=True)
     if kind:
         entities = entities.filter(kind=kind)
-    by_name = entities.alias(folded=Folded("name_normalized")).filter(
-        Q(folded=query) | Q(folded__contains=longest)
-    )
+    by_name = entities.alias(folded=Folded("name_normalized")).filter(*each_word)
     by_alias = (
         Alias.objects.filter(tenant=principal.tenant, entity__erased_at__isnull=True)
         .alias(folded=Folded("normalized"))
-        .filter(Q(folded=query) | Q(folded__contains=longest) | Q(folded__startswith=query))
+        .filter(*each_word)
     )
     if kind:
         by_alias = by_alias.filter(entity__kind=kind)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Alias
+from memory.models import Alias, Entity
 from tests.api.support import Written, assert_problem, create_entity, record_source
 
 
@@ -227,6 +227,27 @@ def test_an_exact_name_is_matched_though_another_name_has_the_word(world):
 
     assert result["decision"] == "matched"
     assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(exact, "name")]
+
+
+def test_a_name_among_a_thousand_sharing_its_first_word_is_still_matched(world):
+    # A CRM's customers are all "Customer …": the word in every name must not crowd the
+    # one named out of the rows read.
+    Entity.objects.bulk_create(
+        Entity(
+            tenant=world.tenant,
+            kind="customer",
+            name=f"Customer {n}",
+            name_normalized=f"customer {n}",
+        )
+        for n in range(1, 1201)
+    )
+    late = create_entity(world.client("agent"), "Customer 5000")
+
+    result = _match(world, "customer 5000")
+
+    assert result["decision"] == "matched"
+    assert [(c["id"], c["matched_on"]) for c in result["candidates"]] == [(late, "name")]
+    assert _match(world, "Customer 12")["decision"] == "matched"
 
 
 def test_part_of_a_word_or_a_one_letter_prefix_matches_nothing(world):
