@@ -23,6 +23,7 @@ from approvals.checking import ACTOR
 from approvals.models import CheckResult, RevalidatedVersion, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission, version_visible
+from core.errors import NotFound
 from core.kinds import OutboxKind
 from core.models import Tenant
 from core.outbox import outbox_write
@@ -47,6 +48,15 @@ def may_see_flagged(principal: Principal) -> bool:
     return principal.user is not None and any(
         has_tenant_permission(principal, codename) for codename in ("manage_policy", "view_audit")
     )
+
+
+def access_revalidation(principal: Principal, job_id: str) -> Revalidation:
+    """The caller's tenant's revalidation job (404 for another tenant's); what of it the
+    caller sees is ``may_see_flagged``'s."""
+    job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No revalidation {job_id}.")
+    return job
 
 
 @transaction.atomic
