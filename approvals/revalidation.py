@@ -18,7 +18,7 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from approvals import checking, checks
+from approvals import check_lookups, checking, checks
 from approvals.checking import ACTOR
 from approvals.models import CheckResult, RevalidatedVersion, Revalidation
 from audit.services import audit_append
@@ -136,7 +136,7 @@ def policy_dry_run(*, principal: Principal, precedence: Mapping[str, Any]) -> Dr
     now = timezone.now()
     failing: list[tuple[MemoryVersion, list[str]]] = []
     hidden = 0
-    with checks.tenant_lookups(versions):
+    with check_lookups.tenant_lookups(versions):
         for version in versions:
             failed = [o.spec.name for o in checks.run_all(version, policy, now) if not o.passed]
             if not failed:
@@ -206,7 +206,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
     The versions are evaluated one by one against what the chunk read for all of them at
-    once (``checks.tenant_lookups``: one query each for their sources' labels, custom
+    once (``check_lookups.tenant_lookups``: one query each for their sources' labels, custom
     scenarios, active siblings and candidate pools), and their results, audit events
     and counts commit together under the job's lock: one transaction, one bulk upsert and
     one chained audit append for the chunk instead of a transaction per version. A failure
@@ -225,7 +225,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
         if v.pk not in done
     ]
     evaluated: list[checking.Checked] = []
-    with checks.tenant_lookups(versions):
+    with check_lookups.tenant_lookups(versions):
         try:
             for position, version in enumerate(versions):
                 checked = (version, *checking.evaluate_current(version))
@@ -233,7 +233,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
                 if suspends and not all(outcome.passed for outcome in checked[3]):
                     batch, evaluated = evaluated, []
                     _record_and_count(job_id, batch)
-                    checks.lookups_refresh(versions[position + 1 :])
+                    check_lookups.lookups_refresh(versions[position + 1 :])
         finally:
             if evaluated:
                 _record_and_count(job_id, evaluated)
