@@ -12,8 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
-from api.openapi import REQUEST_EXAMPLES, ErasureOut, ErasureStartedOut, ExportOut
+from api.openapi import ErasureOut, ErasureStartedOut, ExportOut
 from contract.serializers import StrictInput
 from core.authority import require_erase
 from core.times import iso
