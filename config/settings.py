@@ -206,6 +206,9 @@ if CACHE_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# After a failed Redis call, how long the callers that can do without Redis (the cached
+# read, the per-key throttle) skip it (memory/cache.py; docs/operations.md, Redis outage).
+MEMGOV_REDIS_COOLDOWN_SECONDS = float(env_str("MEMGOV_REDIS_COOLDOWN_SECONDS", "1"))
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
 # Outside DEBUG the cache and the queue may not share a Redis database: the restore runbook
