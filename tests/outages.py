@@ -1,6 +1,7 @@
-"""Dependencies that fail for real, for the readiness probe's tests: PostgreSQL, the cache's
-Redis or the broker's Redis at an address where nothing listens, a server that accepts a
-connection and never answers, and a Redis that answers PING wrongly. Each is what an
+"""Dependencies that fail for real: PostgreSQL, the cache's Redis or the broker's Redis at
+an address where nothing listens, a server that accepts a connection and never answers, a
+Redis that answers PING wrongly, and a proxy in front of a real Redis that holds some
+commands back. Each is what an
 outage looks like from a process (a refused or silent socket, a wrong reply), reached
 through the settings the process reads, not by replacing the probe's own checks."""
 
@@ -110,3 +111,51 @@ def server(replies: dict[bytes, bytes] | None = None) -> Iterator[Server]:
         yield running
     finally:
         running.close()
+
+
+class DelayingProxy:
+    """A TCP proxy on a free local port to ``127.0.0.1:upstream`` that holds what a client
+    sends for ``seconds`` when ``held(chunk)`` says so: a slow network or server, for
+    those commands only."""
+
+    def __init__(self, upstream: int, held: Callable[[bytes], bool], seconds: float) -> None:
+        self.upstream, self.held, self.seconds = upstream, held, seconds
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.port = int(self.listener.getsockname()[1])
+        self.closed = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream))
+            self.sockets += [client, server]
+            for source, target, hold in ((client, server, True), (server, client, False)):
+                copy = threading.Thread(target=self._copy, args=(source, target, hold), daemon=True)
+                copy.start()
+
+    def _copy(self, source: socket.socket, target: socket.socket, hold: bool) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if hold and self.held(chunk):
+                    time.sleep(self.seconds)
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            target.close()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+        self.thread.join(5)
