@@ -12,15 +12,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
-from api.openapi import REQUEST_EXAMPLES, ErasureOut, ErasureStartedOut, ExportOut
+from api.openapi import ErasureOut, ErasureStartedOut, ExportOut
 from contract.serializers import StrictInput
-from core.authority import require_erase, require_export
-from core.errors import NotFound
+from core.authority import require_erase
 from core.times import iso
 from memory.erasure import MAX_REASON, erasure_start
 from memory.export import export_subject
 from memory.models import Erasure
+from memory.selectors import access_erasure
 
 
 class EraseInput(StrictInput):
@@ -69,9 +70,4 @@ class EraseView(MemgovAPIView):
 class ErasureView(MemgovAPIView):
     @extend_schema(responses={200: ErasureOut}, operation_id="erasure_get")
     def get(self, request: Request, erasure_id: str) -> Response:
-        principal = self.principal()
-        erasure = Erasure.objects.filter(tenant=principal.tenant, pk=erasure_id).first()
-        if erasure is None:
-            raise NotFound(f"No erasure {erasure_id}.")
-        require_export(principal)
-        return Response(erasure_representation(erasure))
+        return Response(erasure_representation(access_erasure(self.principal(), erasure_id)))

@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.openapi import (
-    REQUEST_EXAMPLES,
     EntityOut,
     EntityPageOut,
     MatchOut,

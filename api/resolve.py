@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
 from api.openapi import (
-    REQUEST_EXAMPLES,
     PolicyOut,
     PublishedPolicyOut,
     ResolutionOut,
@@ -21,8 +21,8 @@ from api.openapi import (
     RevalidationStartedOut,
     TaskOut,
 )
-from approvals.models import Revalidation
 from approvals.revalidation import (
+    access_revalidation,
     may_see_flagged,
     policy_publish_and_revalidate,
     revalidation_request,
@@ -30,7 +30,6 @@ from approvals.revalidation import (
 from contract import answers
 from contract.auth import ReadsCacheAhead
 from contract.serializers import ResolveInput, StrictInput
-from core.errors import NotFound
 from core.times import iso
 from memory import selectors
 from memory.cache import ScriptCall
@@ -131,9 +130,7 @@ class RevalidationView(MemgovAPIView):
     @extend_schema(responses={200: RevalidationOut}, operation_id="revalidation_get")
     def get(self, request: Request, job_id: str) -> Response:
         principal = self.principal()
-        job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
-        if job is None:
-            raise NotFound(f"No revalidation {job_id}.")
+        job = access_revalidation(principal, job_id)
         body: dict[str, Any] = {}
         if may_see_flagged(principal):  # an agent key sees progress and counts only
             body["flagged"] = job.flagged

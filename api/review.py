@@ -12,9 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.memory import _answer_response, _valid
 from api.openapi import (
-    REQUEST_EXAMPLES,
     CheckOut,
     MemoryOut,
     RetiredOut,

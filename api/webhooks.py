@@ -11,9 +11,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.base import MemgovAPIView
+from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
 from api.openapi import (
-    REQUEST_EXAMPLES,
     WebhookDeliveryPageOut,
     WebhookEnabledOut,
     WebhookOut,

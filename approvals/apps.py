@@ -34,7 +34,7 @@ class ApprovalsConfig(AppConfig):
         from config.celery import prepare_embedded_broker  # noqa: PLC0415
         from core.metrics import scrape_reader  # noqa: PLC0415
         from core.outbox import outbox_handle  # noqa: PLC0415
-        from memory.erasure import erasure_versions_step  # noqa: PLC0415
+        from memory.erasure_phases import erasure_versions_step  # noqa: PLC0415
         from memory.representations import reason_for_reader  # noqa: PLC0415
 
         for kind, task_name in OUTBOX_HANDLERS.items():

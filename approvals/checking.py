@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from approvals import checks
+from approvals import check_lookups, checks
 from approvals.models import CheckResult
 from audit.services import AuditEntry, audit_append_many
 from core import metrics
@@ -24,7 +24,7 @@ ACTOR = "system:checks"
 
 
 def evaluate_current(version: MemoryVersion) -> tuple[str, datetime, list[checks.ScenarioOutcome]]:
-    policy = checks.current_resolver_policy(version.tenant)
+    policy = check_lookups.current_resolver_policy(version.tenant)
     now = timezone.now()
     return policy.version, now, checks.run_all(version, policy, now)
 
@@ -201,7 +201,7 @@ def regression_under_lock(version: MemoryVersion) -> str | None:
     policy = resolver_policy(current_policy(version.tenant))
     now = timezone.now()
     specs = [s for s in checks.generated_specs(version, now) if s.kind == "regression"]
-    pool = checks.pool_for(version)
+    pool = check_lookups.pool_for(version)
     outcomes = [checks.evaluate(version, spec, policy, now, pool) for spec in specs]
     failed = [o for o in outcomes if not o.passed]
     if not failed:

@@ -18,11 +18,12 @@ from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
-from approvals import checking, checks
+from approvals import check_lookups, checking, checks
 from approvals.checking import ACTOR
 from approvals.models import CheckResult, RevalidatedVersion, Revalidation
 from audit.services import audit_append
 from core.authority import has_tenant_permission, require_tenant_permission, version_visible
+from core.errors import NotFound
 from core.kinds import OutboxKind
 from core.models import Tenant
 from core.outbox import outbox_write
@@ -47,6 +48,15 @@ def may_see_flagged(principal: Principal) -> bool:
     return principal.user is not None and any(
         has_tenant_permission(principal, codename) for codename in ("manage_policy", "view_audit")
     )
+
+
+def access_revalidation(principal: Principal, job_id: str) -> Revalidation:
+    """The caller's tenant's revalidation job (404 for another tenant's); what of it the
+    caller sees is ``may_see_flagged``'s."""
+    job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
+    if job is None:
+        raise NotFound(f"No revalidation {job_id}.")
+    return job
 
 
 @transaction.atomic
@@ -126,7 +136,7 @@ def policy_dry_run(*, principal: Principal, precedence: Mapping[str, Any]) -> Dr
     now = timezone.now()
     failing: list[tuple[MemoryVersion, list[str]]] = []
     hidden = 0
-    with checks.tenant_lookups(versions):
+    with check_lookups.tenant_lookups(versions):
         for version in versions:
             failed = [o.spec.name for o in checks.run_all(version, policy, now) if not o.passed]
             if not failed:
@@ -196,7 +206,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
     """Re-run the checks of a chunk of versions; count, flag or suspend the failures.
 
     The versions are evaluated one by one against what the chunk read for all of them at
-    once (``checks.tenant_lookups``: one query each for their sources' labels, custom
+    once (``check_lookups.tenant_lookups``: one query each for their sources' labels, custom
     scenarios, active siblings and candidate pools), and their results, audit events
     and counts commit together under the job's lock: one transaction, one bulk upsert and
     one chained audit append for the chunk instead of a transaction per version. A failure
@@ -215,7 +225,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
         if v.pk not in done
     ]
     evaluated: list[checking.Checked] = []
-    with checks.tenant_lookups(versions):
+    with check_lookups.tenant_lookups(versions):
         try:
             for position, version in enumerate(versions):
                 checked = (version, *checking.evaluate_current(version))
@@ -223,7 +233,7 @@ def revalidation_chunk(*, job_id: str, version_ids: list[int]) -> None:
                 if suspends and not all(outcome.passed for outcome in checked[3]):
                     batch, evaluated = evaluated, []
                     _record_and_count(job_id, batch)
-                    checks.lookups_refresh(versions[position + 1 :])
+                    check_lookups.lookups_refresh(versions[position + 1 :])
         finally:
             if evaluated:
                 _record_and_count(job_id, evaluated)

@@ -109,27 +109,21 @@ def client_address(request: HttpRequest) -> str:
     return hops[-trusted] if len(hops) >= trusted else peer
 
 
-_untrusted_proxy_warned = False
-
-
 class UntrustedProxyWarningMiddleware:
     """Says once per process that requests come through a proxy nobody trusted: with
     ``TRUSTED_PROXIES=0`` and an ``X-Forwarded-For`` header every client has the proxy's
     address, so five failed sign-ins lock a username out for all of them (issue 47,
-    point 7). Only a warning: the header alone cannot prove a proxy stands in front."""
+    point 7). Only a warning: the header alone cannot prove a proxy stands in front.
+    Once per middleware instance: a process has one, in Django's handler."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         self.header = "HTTP_" + settings.CLIENT_IP_HEADER.upper().replace("-", "_")
+        self.warned = False
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        global _untrusted_proxy_warned  # once per process, by design
-        if (
-            not _untrusted_proxy_warned
-            and settings.TRUSTED_PROXIES <= 0
-            and request.META.get(self.header)
-        ):
-            _untrusted_proxy_warned = True
+        if not self.warned and settings.TRUSTED_PROXIES <= 0 and request.META.get(self.header):
+            self.warned = True
             logger.warning(
                 "requests arrive through a proxy (%s present) but MEMGOV_TRUSTED_PROXIES=0: "
                 "every client counts as the proxy's address %s, so one client's failed "

@@ -193,6 +193,9 @@ if CACHE_URL and urlsplit(CACHE_URL).scheme not in {"redis", "rediss", "unix"}:
         "CACHE_URL (or REDIS_URL) must be a redis://, rediss:// or unix:// URL"
     )
 
+# How long a call to the cache's Redis may wait for its answer before the caller goes on
+# without it (a timeout is not retried: memory/cache.py; docs/operations.md, Redis outage).
+MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS = float(env_str("MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS", "0.5"))
 if CACHE_URL:
     CACHES = {
         "default": {
@@ -200,12 +203,15 @@ if CACHE_URL:
             "LOCATION": CACHE_URL,
             "OPTIONS": {
                 "SOCKET_CONNECT_TIMEOUT": 0.5,
-                "SOCKET_TIMEOUT": 0.5,
+                "SOCKET_TIMEOUT": MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS,
             },
         }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# After a failed Redis call, how long the callers that can do without Redis (the cached
+# read, the per-key throttle) skip it (memory/cache.py; docs/operations.md, Redis outage).
+MEMGOV_REDIS_COOLDOWN_SECONDS = float(env_str("MEMGOV_REDIS_COOLDOWN_SECONDS", "1"))
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
 # Outside DEBUG the cache and the queue may not share a Redis database: the restore runbook

@@ -12,12 +12,13 @@ from django.views.decorators.http import require_GET, require_POST
 from approvals.models import Revalidation
 from approvals.revalidation import (
     DryRun,
+    access_revalidation,
     policy_dry_run,
     policy_publish_and_revalidate,
     revalidation_request,
 )
 from core.authority import has_tenant_permission, require_tenant_permission
-from core.errors import DomainError, NotFound
+from core.errors import DomainError
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.forms import PolicyForm, RevalidateForm, refusal_words
@@ -138,9 +139,7 @@ def revalidate(request: HttpRequest, principal: Principal) -> HttpResponse:
 @dashboard_view
 def revalidation_progress(request: HttpRequest, principal: Principal, job_id: str) -> HttpResponse:
     """The polled progress bar of one job; it stops polling when the job is done."""
-    job = Revalidation.objects.filter(tenant=principal.tenant, pk=job_id).first()
-    if job is None:
-        raise NotFound(f"No revalidation {job_id}.")
+    job = access_revalidation(principal, job_id)
     return render(
         request,
         "dashboard/_revalidation.html",

@@ -12,8 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from contract.answers import resolved
-from core.authority import may_erase, may_export, require_export
-from core.errors import NotFound
+from core.authority import may_erase, may_export
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context
 from dashboard.browse import linkable, openable_counts
@@ -23,7 +22,7 @@ from memory.catalog import advisory_words
 from memory.erasure import erasure_start
 from memory.export import export_subject
 from memory.models import Entity, Erasure
-from memory.selectors import access_entity
+from memory.selectors import access_entity, access_erasure
 
 POLL_SECONDS = 2
 
@@ -123,10 +122,7 @@ def subject_erase(request: HttpRequest, principal: Principal, entity_id: str) ->
 @dashboard_view
 def erasure_progress(request: HttpRequest, principal: Principal, erasure_id: str) -> HttpResponse:
     """The polled progress of one erasure (also its page, linked from the email)."""
-    job = Erasure.objects.filter(tenant=principal.tenant, pk=erasure_id).first()
-    if job is None:
-        raise NotFound(f"No erasure {erasure_id}.")
-    require_export(principal)
+    job = access_erasure(principal, erasure_id)
     fragment = request.headers.get("HX-Request") == "true"
     return render(
         request,

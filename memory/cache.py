@@ -3,8 +3,9 @@
 (docs/design.md, Cache).
 
 When Redis fails, callers that can do without it (cache reads, the throttle) go on
-without it and skip it for ``COOLDOWN_SECONDS``, so that requests do not each wait for a
-timeout; a change that needs it is refused instead (``memory.generations``)."""
+without it and skip it for ``MEMGOV_REDIS_COOLDOWN_SECONDS`` (one second by default), so
+that requests do not each wait for a timeout; a change that needs it is refused instead
+(``memory.generations``)."""
 
 from __future__ import annotations
 
@@ -27,13 +28,13 @@ logger = logging.getLogger(__name__)
 # What an unreachable or failing Redis raises; anything else is a bug and propagates.
 REDIS_DOWN: tuple[type[Exception], ...] = (RedisError, OSError)
 
-COOLDOWN_SECONDS = 1.0
-
 # Process-local counters: hits, misses, bypassed (Redis skipped during a cooldown) and
 # read/write/bump/hold/throttle failures. Read them in a shell or a benchmark; never reset.
 stats: Counter[str] = Counter()
 
-_skip_until = 0.0  # monotonic time until which callers that can do without Redis skip it
+# The last failure: the cache settings (``CACHES["default"]``) of the server that failed,
+# and when (monotonic). A cooldown is that server's: settings naming another start none.
+_failed: tuple[Any, float] = (None, 0.0)
 
 
 def enabled() -> bool:
@@ -110,15 +111,21 @@ def run_scripts(calls: Sequence[ScriptCall]) -> list[Any]:
 
 
 def redis_usable() -> bool:
-    """Redis is configured and has not failed in the last ``COOLDOWN_SECONDS``."""
-    return bool(settings.CACHE_URL) and time.monotonic() >= _skip_until
+    """Redis is configured and has not failed in the last ``MEMGOV_REDIS_COOLDOWN_SECONDS``."""
+    if not settings.CACHE_URL:
+        return False
+    server, at = _failed
+    return (
+        server is not settings.CACHES["default"]
+        or time.monotonic() >= at + settings.MEMGOV_REDIS_COOLDOWN_SECONDS
+    )
 
 
 def redis_failed(what: str) -> None:
     """Count and log a failed Redis call, and start a cooldown."""
-    global _skip_until
+    global _failed
     stats[f"{what}_failures"] += 1
-    _skip_until = time.monotonic() + COOLDOWN_SECONDS
+    _failed = (settings.CACHES["default"], time.monotonic())
     logger.warning(
         "Redis %s failed (%d so far in this process); going on without it",
         what,

@@ -24,6 +24,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from core import authority
+from core.authority import require_export
 from core.errors import Gone, NotFound
 from core.models import Tenant
 from core.principals import Principal, can_see
@@ -32,6 +33,7 @@ from memory.lifecycle import IN_USE_OR_OPEN
 from memory.models import (
     Alias,
     Entity,
+    Erasure,
     MemoryItem,
     MemoryVersion,
     Policy,
@@ -87,6 +89,16 @@ def access_memory(principal: Principal, memory_id: str) -> MemoryItem:
     if not version_visible(head, principal):
         raise NotFound(f"No memory {memory_id}.")
     return item
+
+
+def access_erasure(principal: Principal, erasure_id: str) -> Erasure:
+    """The caller's tenant's erasure (404 for another tenant's), for whoever may export:
+    one who may not learns that it exists and nothing more (403)."""
+    erasure = Erasure.objects.filter(tenant=principal.tenant, pk=erasure_id).first()
+    if erasure is None:
+        raise NotFound(f"No erasure {erasure_id}.")
+    require_export(principal)
+    return erasure
 
 
 def _related_rows(name: str) -> QuerySet[Any]:

@@ -19,7 +19,7 @@ class WebhooksConfig(AppConfig):
         import webhooks.tasks  # noqa: F401, PLC0415
         from core.metrics import scrape_reader  # noqa: PLC0415
         from core.outbox import outbox_handle  # noqa: PLC0415
-        from memory.erasure import erasure_phase  # noqa: PLC0415
+        from memory.erasure_phases import erasure_phase  # noqa: PLC0415
         from webhooks.delivery import webhook_gauges  # noqa: PLC0415
         from webhooks.erasure import COUNTS, PHASE, redact_deliveries  # noqa: PLC0415
 

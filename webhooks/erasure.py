@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.erasure import batch_size, events_batch_redact, events_redacted
+from memory.erasure_phases import batch_size, events_batch_redact, events_redacted
 from memory.models import Erasure
 from webhooks.delivery import body_of
 from webhooks.models import WebhookDelivery

@@ -4,7 +4,6 @@ integrator's code generator rely on (docs/api.md, Health and schema)."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config import health
+from tests.outages import REDIS_REPLIES, cache_at, closed_port, database_at, server, wait_until
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
 
@@ -193,14 +192,9 @@ def test_readyz_names_every_check_when_all_answer(client, db):
     }
 
 
-def _down() -> bool:
-    raise ConnectionError("connection refused")
-
-
-def test_readyz_is_a_503_naming_the_database_when_it_does_not_answer(client, db, monkeypatch):
-    monkeypatch.setattr(health, "_database_ok", _down)
-
-    response = client.get("/readyz")
+def test_readyz_is_a_503_naming_the_database_when_it_does_not_answer(client, db):
+    with database_at(closed_port()):
+        response = client.get("/readyz")
 
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failing": "database"}
@@ -208,10 +202,14 @@ def test_readyz_is_a_503_naming_the_database_when_it_does_not_answer(client, db,
 
 @pytest.mark.parametrize("failing", ["cache", "broker"])
 def test_readyz_stays_ready_naming_a_redis_role_that_does_not_answer(
-    client, db, monkeypatch, failing: str
+    client, db, settings, failing: str
 ):
     """Resolves read the database and writes wait in the outbox: the pod can serve."""
-    monkeypatch.setattr(health, f"_{failing}_ok", _down)
+    nowhere = f"redis://127.0.0.1:{closed_port()}/0"
+    if failing == "cache":
+        cache_at(settings, nowhere)
+    else:
+        settings.CELERY_BROKER_URL = nowhere
 
     response = client.get("/readyz")
 
@@ -224,24 +222,23 @@ def test_readyz_stays_ready_naming_a_redis_role_that_does_not_answer(
     }
 
 
-def test_readyz_reports_a_check_that_answers_wrongly(client, db, monkeypatch):
-    monkeypatch.setattr(health, "_cache_ok", lambda: False)
-
-    response = client.get("/readyz")
+def test_readyz_reports_a_check_that_answers_wrongly(client, db, settings):
+    with server({**REDIS_REPLIES, b"PING": b"+NOT PONG\r\n"}) as redis:
+        cache_at(settings, f"redis://127.0.0.1:{redis.port}/0")
+        response = client.get("/readyz")
 
     assert response.json()["degraded"] == ["cache"]
 
 
-def test_readyz_answers_within_its_timeout_when_a_check_hangs(client, db, monkeypatch, settings):
+def test_readyz_answers_within_its_timeout_when_a_check_hangs(client, db, settings):
     settings.MEMGOV_READY_TIMEOUT_SECONDS = 0.2
-    release = threading.Event()
-    monkeypatch.setattr(health, "_database_ok", lambda: release.wait(5))
-    started = time.monotonic()
+    with server() as silent, database_at(silent.port):
+        started = time.monotonic()
+        response = client.get("/readyz")
+        took = time.monotonic() - started
+    # The connection dropped, the hung check ends: the next probe is answered afresh.
+    wait_until(lambda: client.get("/readyz").status_code == 200, what="the next probe")
 
-    response = client.get("/readyz")
-
-    took = time.monotonic() - started
-    release.set()
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failing": "timeout"}
     assert took < 1.0

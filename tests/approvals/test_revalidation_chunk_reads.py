@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from approvals import checks, revalidation
+from approvals import check_lookups, checks, revalidation
 from approvals.models import CheckResult, Revalidation
 from memory.models import MemoryVersion, Status
 from memory.selectors import current_policy, resolver_policy
@@ -57,7 +57,7 @@ def _outcomes(versions: list[MemoryVersion], *, chunk: bool) -> list[tuple[objec
 
     if not chunk:
         return run()
-    with checks.tenant_lookups(versions):
+    with check_lookups.tenant_lookups(versions):
         return run()
 
 
@@ -83,9 +83,9 @@ def test_a_chunk_reads_its_versions_in_four_queries_then_two_per_version(flow: F
 
     def check_all() -> None:
         for v in versions:
-            checks.run_all(v, checks.current_resolver_policy(v.tenant), timezone.now())
+            checks.run_all(v, check_lookups.current_resolver_policy(v.tenant), timezone.now())
 
-    with CaptureQueriesContext(connection) as prefetch, checks.tenant_lookups(versions):
+    with CaptureQueriesContext(connection) as prefetch, check_lookups.tenant_lookups(versions):
         reads = len(prefetch)
         check_all()
         with CaptureQueriesContext(connection) as again:

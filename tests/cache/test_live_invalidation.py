@@ -18,6 +18,7 @@ from memory.models import MemoryVersion, Status
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import Gunicorn, Readers, wait_until
 from tests.conftest import needs
+from tests.outages import DelayingProxy
 
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
 
@@ -141,7 +142,12 @@ def test_a_reader_delayed_before_its_cache_write_cannot_resurrect_a_retired_addr
     version = propose_address(world, subject)
     assert_active(version)
     body = {"subject": subject, "context": {"task": "slow"}}
-    slow = Gunicorn(redis_server.url, workers=1, app="tests.cache.slow_wsgi:application")
+    # Its cache writes (SET) reach Redis three seconds late, and it waits for them: the
+    # window between its database read and its write, in which the retirement commits.
+    proxy = DelayingProxy(redis_server.port, lambda sent: b"\r\nSET\r\n" in sent, 3.0)
+    slow = Gunicorn(
+        f"redis://127.0.0.1:{proxy.port}", workers=1, MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS="10"
+    )
     try:
         # A first request (about another time: never cached, so never delayed) warms it up.
         warm_up = {"subject": subject, "valid_at": timezone.now().isoformat()}
@@ -166,6 +172,7 @@ def test_a_reader_delayed_before_its_cache_write_cannot_resurrect_a_retired_addr
         reader.join(timeout=60)
     finally:
         slow.stop()
+        proxy.close()
     fresh = [gunicorn_server.resolve(world.keys["agent"], body) for _ in range(5)]
 
     assert status == 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import health
+from tests.outages import closed_port, database_at
 
 POD_IP = "10.42.0.17:8000"
 
@@ -28,13 +28,9 @@ def test_readiness_answers_a_probe_that_calls_the_pod_by_its_ip(client, db):
     }
 
 
-def test_readiness_by_ip_still_names_what_is_down(client, db, monkeypatch):
-    def refused() -> bool:
-        raise ConnectionError("connection refused")
-
-    monkeypatch.setattr(health, "_database_ok", refused)
-
-    response = client.get("/readyz", HTTP_HOST=POD_IP)
+def test_readiness_by_ip_still_names_what_is_down(client, db):
+    with database_at(closed_port()):
+        response = client.get("/readyz", HTTP_HOST=POD_IP)
 
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "failing": "database"}

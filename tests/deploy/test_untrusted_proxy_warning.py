@@ -1,6 +1,7 @@
 """Behind an ingress that nobody trusted (``MEMGOV_TRUSTED_PROXIES=0``) every client has
 the ingress's address, so one client's failed sign-ins lock a username out for all
-(issue 47, point 7). The first request that shows a proxy says so, once per process."""
+(issue 47, point 7). The first request that shows a proxy says so, once per process: once
+per Django handler, and each test's ``client`` is a handler of its own."""
 
 from __future__ import annotations
 
@@ -8,15 +9,8 @@ import logging
 
 import pytest
 
-from config import security
-
 pytestmark = pytest.mark.django_db
 FORWARDED = {"HTTP_X_FORWARDED_FOR": "203.0.113.7", "REMOTE_ADDR": "10.0.0.5"}
-
-
-@pytest.fixture(autouse=True)
-def _not_warned_yet(monkeypatch):
-    monkeypatch.setattr(security, "_untrusted_proxy_warned", False)
 
 
 def _warnings(caplog) -> list[str]:

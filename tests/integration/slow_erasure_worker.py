@@ -16,12 +16,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
 from config.celery import app  # noqa: E402 - needs django.setup()
-from memory import erasure  # noqa: E402 - needs django.setup()
+from memory import erasure_phases  # noqa: E402 - needs django.setup()
 from memory.models import Erasure  # noqa: E402 - needs django.setup()
 
 logger = logging.getLogger(__name__)
 PAUSED = "erasure batch pauses before commit"
-_erase_versions = erasure._STEPS["versions"]
+_erase_versions = erasure_phases.STEPS["versions"]
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
         time.sleep(delay)
         return more
 
-    erasure._STEPS["versions"] = slow_versions
+    erasure_phases.STEPS["versions"] = slow_versions
     app.worker_main(sys.argv[2:])
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from itertools import pairwise
 from typing import Any
 
 import pytest
+from django.db import DatabaseError, connection
 from kombu.exceptions import OperationalError
 
 from config.celery import app as celery_app
@@ -131,27 +133,39 @@ def test_a_receiver_failing_three_times_gets_the_event_once_with_growing_waits(
     assert all(a["latency_ms"] >= 0 for a in delivery["log"])
 
 
-def test_a_rolled_back_proposal_sends_nothing(
-    flow: Flow, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
-):
+@contextmanager
+def failing_commit_after_an_event() -> Iterator[None]:
+    """Within the block, a transaction that wrote a webhook event fails at its commit."""
+    table = Outbox._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN RAISE EXCEPTION 'could not write to file: No space left on device'; END $$"
+        )
+        cursor.execute(
+            f"CREATE CONSTRAINT TRIGGER test_refuse_event AFTER INSERT ON {table} "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+            f"WHEN (NEW.kind = '{OutboxKind.WEBHOOK_EVENT}') EXECUTE FUNCTION test_refuse_event()"
+        )
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER test_refuse_event ON {table}")
+            cursor.execute("DROP FUNCTION test_refuse_event()")
+
+
+def test_a_rolled_back_proposal_sends_nothing(flow: Flow, receiver: Receiver):
     subscribe(flow, receiver, "memory.pending_review")
     proposal = ProposalInput(data=flow.body("enterprise_rule", P9))
     proposal.is_valid(raise_exception=True)
-    recorded = proposals._after_new_version
-
-    def crash_after_the_event(version: Any) -> None:
-        recorded(version)
-        written = Outbox.objects.filter(kind=OutboxKind.WEBHOOK_EVENT)
-        assert written.count() == 1  # written, uncommitted
-        raise RuntimeError("the disk filled up before the commit")
-
-    monkeypatch.setattr(proposals, "_after_new_version", crash_after_the_event)
     with embedded_worker():
-        with pytest.raises(RuntimeError):
+        # The commit itself fails after the event was written (PostgreSQL checks a
+        # deferred constraint there; a full disk or a lost connection fail it the same way).
+        with failing_commit_after_an_event(), pytest.raises(DatabaseError):
             proposals.memory_propose(
                 principal=flow.world.principal("agent"), data=proposal.validated_data
             )
-        monkeypatch.undo()
         # A proposal that commits is delivered: the silence above is not a slow worker.
         memory_id = flow.rule(P9)["id"]
         wait_for("the committed proposal's event", lambda: len(receiver.all()) >= 1)
