@@ -214,11 +214,13 @@ def _countable(terms: search_terms.Terms) -> frozenset[int]:
 
 
 def _followed(mentions: dict[str, Mention], terms: search_terms.Terms) -> dict[str, Mention]:
-    """The entities whose facts are read: those naming a countable group, the best
-    ``FOLLOW`` (most groups, then score)."""
+    """The entities whose facts are read: those naming a countable group and not named
+    in part where another is named more ("Customer 123", not every "Customer …"; "Dana
+    Kim", not Dana Whitfield), the best ``FOLLOW`` (most groups, then score)."""
     countable = _countable(terms)
+    naming = [m for m in mentions.values() if m.covers & countable]
     ranked = sorted(
-        (m for m in mentions.values() if m.covers & countable),
+        (m for m in naming if not any(m.covers < other.covers for other in naming)),
         key=lambda m: (-len(m.covers), -m.candidate.score, m.candidate.id),
     )
     return {m.candidate.id: m for m in ranked[:FOLLOW]}
