@@ -15,11 +15,11 @@ from typing import Any
 from django.db import connections
 from rest_framework import exceptions
 
+from agent_interface import answers
+from agent_interface.auth import throttle_wait
 from agent_mcp.spec import ToolSpec
 from agent_mcp.tools import BY_NAME, IdempotencyArgument
 from config.problems import problem_body, problem_exception_handler
-from contract import answers
-from contract.auth import throttle_wait
 from core.errors import NotFound
 from core.inputs import checked_json
 from core.models import IdempotencyRecord

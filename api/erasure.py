@@ -11,10 +11,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface.serializers import StrictInput
 from api.base import MemgovAPIView
 from api.memory import _valid
 from api.openapi import REQUEST_EXAMPLES, ErasureOut, ErasureStartedOut, ExportOut
-from contract.serializers import StrictInput
 from core.authority import require_erase, require_export
 from core.errors import NotFound
 from core.times import iso

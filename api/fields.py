@@ -7,10 +7,10 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import catalog
+from agent_interface.catalog import FIELD_NAME_RE, FieldInput
 from api.base import MemgovAPIView
 from api.openapi import FieldListOut, FieldOut
-from contract import catalog
-from contract.catalog import FIELD_NAME_RE, FieldInput
 
 EXAMPLES = [
     OpenApiExample(

@@ -10,6 +10,9 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import answers
+from agent_interface.auth import ReadsCacheAhead
+from agent_interface.serializers import ResolveInput, StrictInput
 from api.base import MemgovAPIView
 from api.memory import _valid
 from api.openapi import (
@@ -27,9 +30,6 @@ from approvals.revalidation import (
     policy_publish_and_revalidate,
     revalidation_request,
 )
-from contract import answers
-from contract.auth import ReadsCacheAhead
-from contract.serializers import ResolveInput, StrictInput
 from core.errors import NotFound
 from core.times import iso
 from memory import selectors

@@ -65,8 +65,8 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
     from django.core.wsgi import get_wsgi_application
     from django.utils import timezone
 
+    from agent_interface.answers import _resolve_request
     from bench.generate import context_for, info
-    from contract.answers import _resolve_request
     from core.principals import principal_for_key
     from memory import candidates, keys, resolution, resolver
 

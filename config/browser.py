@@ -1,7 +1,7 @@
 """The browser-only middleware (sessions, CSRF, Django's auth, messages), skipped for a
 request to the JSON API that carries an API key.
 
-Such a request is authenticated by its key alone: ``contract.auth.ApiKeyAuthentication``
+Such a request is authenticated by its key alone: ``agent_interface.auth.ApiKeyAuthentication``
 comes first and answers 401 for a bad key rather than falling back to the session, so a
 session cookie beside a key is never read, and a cross-site page cannot send an
 ``Authorization`` header without CORS, which the API does not grant: CSRF has nothing to

@@ -64,7 +64,7 @@ def _problem(status: str) -> dict[str, Any]:
 
 def close_request_bodies(result: dict[str, Any], **_: Any) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: every request body refuses a member it does not
-    declare (``contract.serializers.StrictInput``, a 422), so its schema says
+    declare (``agent_interface.serializers.StrictInput``, a 422), so its schema says
     ``additionalProperties: false``, as the MCP tools' input schemas do."""
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():

@@ -333,13 +333,13 @@ X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "contract.auth.ApiKeyAuthentication",
+        "agent_interface.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["contract.auth.IsTenantPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["contract.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["contract.auth.PrincipalRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["agent_interface.auth.IsTenantPrincipal"],
+    "DEFAULT_PARSER_CLASSES": ["agent_interface.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["agent_interface.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["agent_interface.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},
     "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -61,7 +61,7 @@ def test_a_repeated_resolve_is_answered_from_redis_without_sql(
 def test_an_answer_from_the_cache_is_sent_as_stored_and_says_what_the_fresh_one_said(
     private_redis, world, django_capture_on_commit_callbacks
 ):
-    """The stored JSON goes out as it is (contract.renderers), with this request's
+    """The stored JSON goes out as it is (agent_interface.renderers), with this request's
     instants; an idempotent retry of it replays the same answer."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis.connection
 
-from contract.auth import PrincipalRateThrottle
+from agent_interface.auth import PrincipalRateThrottle
 from memory import cache
 from tests.cache.builders import addresses, assert_active, dana, propose_address
 from tests.conftest import needs

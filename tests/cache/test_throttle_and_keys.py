@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from contract.auth import PrincipalRateThrottle
+from agent_interface.auth import PrincipalRateThrottle
 from core.models import ApiKey
 from core.principals import Principal
 from memory import cache, tenancy

@@ -53,7 +53,7 @@ from mcp.client.streamable_http import streamable_http_client
 from rest_framework.test import APIClient
 
 import dashboard.urls
-from contract.auth import PrincipalRateThrottle
+from agent_interface.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
 from memory import events, people, tenancy
 from memory.grants import permission_grant

@@ -167,7 +167,7 @@ def test_readiness_says_semantic_retrieval_is_on(client: Any, world: World):
 
 
 def test_mcp_and_rest_search_by_meaning_alike(world: World, shop: Shop):
-    from contract.discovery import searched  # the function the MCP tool calls
+    from agent_interface.discovery import searched  # the function the MCP tool calls
 
     rest = search(world, "where do Dana Kim's parcels go")
     mcp = searched(world.principal("agent"), {"q": "where do Dana Kim's parcels go"})

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kombu.exceptions import OperationalError
 
+from agent_interface.serializers import ProposalInput
 from config.celery import app as celery_app
-from contract.serializers import ProposalInput
 from core import outbox
 from core.kinds import OutboxKind
 from core.models import Outbox

@@ -3,7 +3,7 @@
 Every input shape is a ``StrictInput``: the one place that refuses a member the shape does
 not declare (``contxt`` for ``context``) and a member of the wrong JSON type (``"task": 5``
 where text is declared), which DRF's fields would otherwise ignore or convert. The REST
-views and the MCP tools validate through these same shapes (``contract.answers``)."""
+views and the MCP tools validate through these same shapes (``agent_interface.answers``)."""
 
 from __future__ import annotations
 
@@ -295,7 +295,7 @@ class SharedFieldsSerializer(StrictInput):
 
 
 class ResolveInput(SharedFieldsSerializer):
-    """The resolve body. ``contract.resolve_input`` reads a plainly valid one without this
+    """The resolve body. ``agent_interface.resolve_input`` reads a plainly valid one without this
     serializer (the hot path): a field changed here is changed there too."""
 
     subject = serializers.CharField(max_length=40)

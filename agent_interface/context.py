@@ -8,9 +8,9 @@ from typing import Any
 from django.core import validators
 from rest_framework import serializers
 
+from agent_interface.answers import MemoryAnswer, memory_head_answer, validated
+from agent_interface.serializers import StrictInput
 from approvals.services import memory_clarify
-from contract.answers import MemoryAnswer, memory_head_answer, validated
-from contract.serializers import StrictInput
 from core.principals import Principal
 from memory import context, selectors
 from memory.context import DEFAULT_ENCODING, ENCODINGS

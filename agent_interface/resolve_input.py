@@ -1,6 +1,6 @@
 """The resolve body's validation on its hot path (issue 46).
 
-``contract.serializers.ResolveInput`` is the contract for a resolve body and stays the only
+``agent_interface.serializers.ResolveInput`` is the contract for a resolve body and stays the only
 author of its refusals. Running a DRF serializer costs about a tenth of a warm resolve's
 CPU, though nearly every body is plainly valid: a subject, maybe fields and a context of
 short texts. ``plainly_valid`` checks exactly that shape in plain Python and gives what
@@ -19,7 +19,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from contract.serializers import ResolveInput
+from agent_interface.serializers import ResolveInput
 from core.inputs import text_problem
 
 # ResolveInput's members; plainly_valid fills them in the serializer's order.

@@ -1,6 +1,6 @@
 """The agents' read side, whatever surface asks (REST in ``api.discovery``, MCP in
 ``agent_mcp.discovery_tools``): search, the facts about an entity, the caller's own
-proposals, entity kinds and matching by external ref. Like ``contract.answers``: validate,
+proposals, entity kinds and matching by external ref. Like ``agent_interface.answers``: validate,
 call the one selector or service, represent."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agent_interface.answers import validated
+from agent_interface.serializers import QUERY_TEXT, StrictInput
 from approvals import wording
-from contract.answers import validated
-from contract.serializers import QUERY_TEXT, StrictInput
 from core.cursors import CURSOR_RULE, MAX_CURSOR_CHARS, NOT_GIVEN_OUT, CursorCodec
 from core.errors import InvalidContent, NotFound
 from core.kinds import MemoryKind

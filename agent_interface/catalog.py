@@ -8,15 +8,15 @@ from typing import Any
 
 from rest_framework import serializers
 
-from contract.answers import validated
-from contract.serializers import StrictInput
+from agent_interface.answers import validated
+from agent_interface.serializers import StrictInput
 from core.errors import InvalidContent
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory import catalog
 from memory.rules import DIMENSION_RE
 
-# The names a proposal's ``field`` may take (contract.serializers.ProposalInput).
+# The names a proposal's ``field`` may take (agent_interface.serializers.ProposalInput).
 FIELD_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,99}$")
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from contract import resolve_input
-from contract.renderers import EncodedJSON
-from contract.serializers import (
+from agent_interface import resolve_input
+from agent_interface.renderers import EncodedJSON
+from agent_interface.serializers import (
     CorrectionInput,
     MatchInput,
     ProposalInput,
@@ -85,7 +85,7 @@ def memory_corrected(
 
 def resolve_validated(data: Any) -> dict[str, Any]:
     """The resolve body as ``ResolveInput`` accepts it. A plainly valid body is read
-    without the serializer (``contract.resolve_input``: a tenth of a warm resolve's CPU);
+    without the serializer (``agent_interface.resolve_input``: a tenth of a warm resolve's CPU);
     any other goes through it, so the serializer still answers every refusal."""
     valid = resolve_input.plainly_valid(data)
     return valid if valid is not None else validated(ResolveInput, data)
@@ -104,7 +104,7 @@ def resolved_encoded(
     prefetched: generations.Prefetch | None = None,
 ) -> dict[str, Any] | EncodedJSON:
     """As ``resolved``, but an answer from the cache stays the JSON it was stored as, for
-    a surface that sends JSON (``contract.renderers``). ``valid`` and ``prefetched``:
+    a surface that sends JSON (``agent_interface.renderers``). ``valid`` and ``prefetched``:
     what ``resolve_read_ahead`` validated and read ahead of the handler."""
     if valid is None:
         valid = resolve_validated(data)
@@ -116,7 +116,7 @@ def resolve_read_ahead(
     principal: Principal, data: Any
 ) -> tuple[dict[str, Any] | None, cache.ScriptCall | None]:
     """A resolve's input validated before its handler runs, and the cache read the handler
-    will make (``contract.auth.ReadsCacheAhead``). Invalid input gives (None, None): the
+    will make (``agent_interface.auth.ReadsCacheAhead``). Invalid input gives (None, None): the
     handler validates it again and answers the 422 as always."""
     try:
         valid = resolve_validated(data)

@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contract.renderers import EncodedJSON
+from agent_interface.renderers import EncodedJSON
 from core.models import IdempotencyRecord
 from core.principals import Principal
 from memory.idempotency import StoredAnswer, caller, record_answer
