@@ -19,9 +19,10 @@ from agent_interface.serializers import (
     ResolveInput,
     SourceInput,
 )
+from core import redis_client
 from core.errors import InvalidContent, NotFound
 from core.principals import Principal
-from memory import cache, generations, proposals, resolution, selectors, sources
+from memory import proposals, resolution, selectors, sources
 from memory.representations import memory_representation, source_representation
 from memory.retrievals import task_record
 
@@ -101,7 +102,7 @@ def resolved_encoded(
     data: Any,
     *,
     valid: Mapping[str, Any] | None = None,
-    prefetched: generations.Prefetch | None = None,
+    prefetched: redis_client.Prefetch | None = None,
 ) -> dict[str, Any] | EncodedJSON:
     """As ``resolved``, but an answer from the cache stays the JSON it was stored as, for
     a surface that sends JSON (``agent_interface.renderers``). ``valid`` and ``prefetched``:
@@ -114,7 +115,7 @@ def resolved_encoded(
 
 def resolve_read_ahead(
     principal: Principal, data: Any
-) -> tuple[dict[str, Any] | None, cache.ScriptCall | None]:
+) -> tuple[dict[str, Any] | None, redis_client.ScriptCall | None]:
     """A resolve's input validated before its handler runs, and the cache read the handler
     will make (``agent_interface.auth.ReadsCacheAhead``). Invalid input gives (None, None): the
     handler validates it again and answers the 422 as always."""

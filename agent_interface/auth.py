@@ -9,8 +9,9 @@ from django.conf import settings
 from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
+from core import redis_client
 from core.principals import Principal, principal_for_key, principal_for_user
-from memory import cache, generations, throttle
+from memory import throttle
 from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
@@ -75,9 +76,9 @@ class ReadsCacheAhead:
     """A view whose handler reads the resolution cache (resolve): the throttle sends that
     read in its own round trip to Redis and leaves what it read in ``prefetched``."""
 
-    prefetched: generations.Prefetch | None = None
+    prefetched: redis_client.Prefetch | None = None
 
-    def cache_read_ahead(self, request: Request) -> cache.ScriptCall | None:
+    def cache_read_ahead(self, request: Request) -> redis_client.ScriptCall | None:
         """The read script's call the handler will make, or None (not cacheable, or the
         request is not valid: the handler then answers it as before). Never raises."""
         return None

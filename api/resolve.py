@@ -31,9 +31,9 @@ from approvals.revalidation import (
     revalidation_request,
 )
 from core.errors import NotFound
+from core.redis_client import ScriptCall
 from core.times import iso
 from memory import selectors
-from memory.cache import ScriptCall
 
 
 class PolicyInput(StrictInput):

@@ -28,6 +28,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from config.problems import problem_response
+from core import redis_client
 
 logger = logging.getLogger(__name__)
 # What a dependency that does not answer raises (a bug elsewhere is a 500, not a 503).
@@ -53,11 +54,8 @@ def _cache_ok() -> bool:
     if not settings.CACHE_URL:  # the local-memory cache of `make run` is always there
         cache.set("memgov:readyz", "1", timeout=5)
         return bool(cache.get("memgov:readyz") == "1")
-    # Imported here: memory's models load after the app registry.
-    from memory.cache import redis_client  # noqa: PLC0415
-
     # The resolve cache's own pooled client: no new connection per probe.
-    return bool(redis_client().ping())
+    return bool(redis_client.redis_client().ping())
 
 
 _broker_clients: dict[str, Redis] = {}

@@ -75,13 +75,14 @@ from django.utils import timezone
 
 from audit.chain import digest
 from audit.services import audit_append
+from core import redis_client
 from core.authority import require_erase
 from core.errors import InvalidContent
 from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
 from core.outbox import outbox_write
 from core.principals import Principal
-from memory import cache, erasure_copies, events, generations, semantic
+from memory import erasure_copies, events, generations, semantic
 from memory.lifecycle import IN_USE_OR_OPEN, end_use, end_use_of_subject, locked_versions
 from memory.models import (
     Clarification,
@@ -646,7 +647,7 @@ def _delete_cache_entries(erasure: Erasure) -> bool:
     before commit is not counted (it is gone either way)."""
     if not settings.CACHE_URL:
         return False
-    client = cache.redis_client()
+    client = redis_client.redis_client()
     referencing = MemoryVersion.objects.filter(
         pk__in=_referencing(erasure.tenant_id, erasure.subject).values("version_id")
     ).values_list("subject_id", flat=True)

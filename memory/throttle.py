@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory import cache, generations
+from core import redis_client
 from memory.keys import hash_key
 
 if TYPE_CHECKING:
@@ -68,24 +68,24 @@ def admit(window: Window) -> float | None:
 
 
 def admit_with(
-    window: Window, also: cache.ScriptCall | None
-) -> tuple[float | None, generations.Prefetch | None]:
+    window: Window, also: redis_client.ScriptCall | None
+) -> tuple[float | None, redis_client.Prefetch | None]:
     """``admit``, with the resolution cache's read script ``also`` sent in the same round
     trip (a resolve's, issue 46), and what it read. The throttle's script runs first and
     counts as alone; the read changes nothing a refusal would have to undo."""
-    if not cache.redis_usable():
+    if not redis_client.redis_usable():
         return None, None
-    calls: list[cache.ScriptCall] = [(_SCRIPT, window.keys, window.args)]
+    calls: list[redis_client.ScriptCall] = [(_SCRIPT, window.keys, window.args)]
     if also is not None:
         calls.append(also)
     try:
-        results = cache.run_scripts(calls)
+        results = redis_client.run_scripts(calls)
         if isinstance(results[0], Exception):
             raise results[0]
-    except cache.REDIS_DOWN as exc:
-        cache.redis_failed("throttle")
-        return None, None if also is None else generations.Prefetch(also, exc)
-    prefetched = None if also is None else generations.Prefetch(also, results[1])
+    except redis_client.REDIS_DOWN as exc:
+        redis_client.redis_failed("throttle")
+        return None, None if also is None else redis_client.Prefetch(also, exc)
+    prefetched = None if also is None else redis_client.Prefetch(also, results[1])
     allowed, current, previous = results[0]
     return (None if allowed else window.wait(int(current), int(previous))), prefetched
 

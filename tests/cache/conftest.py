@@ -24,7 +24,8 @@ import pytest
 import redis
 from django.db import connection
 
-from memory import cache, generations
+from core import redis_client
+from memory import generations
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DB, BROKER_DB = 1, 2
@@ -118,9 +119,9 @@ def private_redis(
         }
     }
     settings.MEMGOV_RESOLVE_CACHE = True
-    monkeypatch.setattr(cache, "_skip_until", 0.0)
+    monkeypatch.setattr(redis_client, "_skip_until", 0.0)
     monkeypatch.setattr(generations, "_pending", set())
-    monkeypatch.setattr(cache, "stats", Counter())
+    monkeypatch.setattr(redis_client, "stats", Counter())
     return redis_server
 
 

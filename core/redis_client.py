@@ -1,6 +1,7 @@
 """The Redis that the resolution cache (``memory.generations``) and the per-key throttle
-(``memory.throttle``) share: its client, its Lua scripts, and what happens when it fails
-(docs/design.md, Cache).
+(``accounts.throttle``) share: its client, its Lua scripts, and what happens when it fails
+(docs/design.md, Cache). In core because both layers use it (it was ``memory/cache.py``,
+a name that said "the cache" while the cache is ``memory.generations``).
 
 When Redis fails, callers that can do without it (cache reads, the throttle) go on
 without it and skip it for ``COOLDOWN_SECONDS``, so that requests do not each wait for a
@@ -13,6 +14,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -125,3 +127,13 @@ def redis_failed(what: str) -> None:
         stats[f"{what}_failures"],
         exc_info=True,
     )
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """A read of the cache sent early in one round trip with another script (the
+    throttle's, ``accounts.throttle.admit``): its call, and what Redis answered to it (an
+    exception when Redis failed). ``get_or_compute`` uses it for the same call only."""
+
+    call: ScriptCall
+    result: Any
