@@ -9,10 +9,10 @@ from django.conf import settings
 from rest_framework import authentication, exceptions, permissions, throttling
 from rest_framework.request import Request
 
+from accounts import throttle
+from accounts.keys import api_key_for_raw
 from core import redis_client
 from core.principals import Principal, principal_for_key, principal_for_user
-from memory import throttle
-from memory.keys import api_key_for_raw
 
 if TYPE_CHECKING:  # DRF imports its settings (and so this module) while loading views
     from rest_framework.views import APIView
@@ -87,7 +87,7 @@ class ReadsCacheAhead:
 class PrincipalRateThrottle(throttling.SimpleRateThrottle):
     """One bucket per API key (or per person for sessions).
 
-    With Redis it is a sliding-window counter (``memory.throttle``): one round trip per
+    With Redis it is a sliding-window counter (``accounts.throttle``): one round trip per
     request. DRF's default keeps every request's timestamp in one cache value that each
     request reads and writes back whole (up to ``num_requests`` floats each way, and
     concurrent requests overwrite each other's entries, letting more through than the

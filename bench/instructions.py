@@ -65,10 +65,11 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
     from django.core.wsgi import get_wsgi_application
     from django.utils import timezone
 
+    from accounts import keys
     from agent_interface.answers import _resolve_request
     from bench.generate import context_for, info
     from core.principals import principal_for_key
-    from memory import candidates, keys, resolution, resolver
+    from memory import candidates, resolution, resolver
 
     application = get_wsgi_application()
     manifest = info(probes=500)

@@ -54,9 +54,9 @@ class Tenant:
     """Builds the tenant through the contract functions the API calls."""
 
     def __init__(self) -> None:
+        from accounts import tenancy
         from core.models import Tenant as TenantModel
         from core.principals import Principal
-        from memory import tenancy
 
         tenant = tenancy.tenant_create(slug="quality", name="Quality")
         TenantModel.objects.filter(pk=tenant.pk).update(approvals_required=1)

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "guardian",
     "django_htmx",
     "core",
+    "accounts",
     "memory",
     "approvals",
     "audit",
@@ -113,7 +114,7 @@ DATABASES = {
     )
 }
 # Database sessions, their load retried on a dead connection like the key read.
-SESSION_ENGINE = "config.sessions"
+SESSION_ENGINE = "accounts.sessions"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # sqlite-vec is a loadable extension; a Python built without loading (pyenv's
     # default) runs SQLite from pysqlite3-binary instead, when the semantic extra has it.
@@ -262,7 +263,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
-    "config.security.SignInThrottle",  # first: a locked sign-in is refused before any check
+    "accounts.sign_in.SignInThrottle",  # first: a locked sign-in is refused before any check
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -270,7 +271,7 @@ ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
-# Sign-in throttle (config/security.py), for the dashboard, the admin and any password
+# Sign-in throttle (accounts/sign_in.py), for the dashboard, the admin and any password
 # login: failures per (username, client address), per username from every address, and
 # the window both count in. The client address is REMOTE_ADDR unless MEMGOV_TRUSTED_PROXIES
 # names how many proxies in front append to MEMGOV_CLIENT_IP_HEADER: never trust a header

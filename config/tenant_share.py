@@ -12,7 +12,7 @@ refusals.
 Every authenticated request counts, whichever way it authenticates (issue 42, point 7):
 
 - **An API key**: the tenant of the key as this process has seen it authenticate
-  (``memory.throttle.remember_tenant``). A key not seen yet, or made up, counts as one
+  (``accounts.throttle.remember_tenant``). A key not seen yet, or made up, counts as one
   tenant of its own ("unverified") with the same cap.
 - **A session cookie** (the dashboard, and the REST API from a signed-in browser): the
   tenant of the session's person, read once per session and process (one query for the
@@ -37,11 +37,11 @@ from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.base import SessionBase
 from django.http import HttpRequest, HttpResponseBase
 
+from accounts import throttle
+from accounts.throttle import tenant_of_raw_key
 from config.logs import request_tenant, request_tenant_slug
 from config.problems import problem_response
 from core.models import Membership
-from memory import throttle
-from memory.throttle import tenant_of_raw_key
 
 UNVERIFIED = "unverified"
 RETRY_AFTER_SECONDS = 1

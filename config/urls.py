@@ -10,7 +10,7 @@ from drf_spectacular.views import (
 
 import config.health as health
 import config.problems as problems
-import config.security as security
+from accounts import sign_in
 
 urlpatterns = [
     # First: agents' calls are most of the traffic, and Django tries patterns in order.
@@ -38,13 +38,13 @@ urlpatterns = [
     # whatever the method (the view is CSRF-exempt); ``/api`` itself too, not a redirect.
     re_path(r"^api(?:/|$)", problems.api_not_found),
     path("admin/", admin.site.urls),
-    path("accounts/login/", security.ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", sign_in.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("dashboard.urls")),
 ]
 
-# The admin's sign-in page says why a locked sign-in is refused (config/security.py).
-admin.site.login_form = security.ThrottledAdminAuthenticationForm
+# The admin's sign-in page says why a locked sign-in is refused (accounts/sign_in.py).
+admin.site.login_form = sign_in.ThrottledAdminAuthenticationForm
 
 handler400 = "config.problems.bad_request"
 handler403 = "config.problems.permission_denied"

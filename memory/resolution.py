@@ -251,7 +251,7 @@ def cache_read_call(
     principal: Principal, request: ResolveRequest
 ) -> redis_client.ScriptCall | None:
     """The cache read this resolve will make, to be sent ahead with the throttle's script
-    (``memory.throttle.admit_with``), or None when it will make none or must read itself."""
+    (``accounts.throttle.admit_with``), or None when it will make none or must read itself."""
     if request.valid_at is not None or request.known_at is not None:
         return None
     if not generations.may_prefetch():

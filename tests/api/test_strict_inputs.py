@@ -13,8 +13,8 @@ from django.test import override_settings
 from django.urls import resolve
 from rest_framework import serializers
 
+from accounts.grants import permission_grant
 from agent_interface.serializers import StrictInput
-from memory.grants import permission_grant
 from memory.models import MemoryVersion
 from tests.api.support import (
     Written,

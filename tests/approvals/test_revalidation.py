@@ -11,6 +11,7 @@ import pytest
 from django.core import mail
 from kombu.exceptions import OperationalError
 
+from accounts.tenancy import tenant_update_settings
 from approvals import checking, revalidation
 from approvals.models import CheckResult, Revalidation
 from audit.models import AuditEvent
@@ -19,7 +20,6 @@ from core import outbox
 from core.models import Outbox
 from memory import generations
 from memory.models import Policy
-from memory.tenancy import tenant_update_settings
 from tests.approvals.support import Flow, person
 from tests.conftest import needs
 

@@ -12,11 +12,11 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import tenancy
 from agent_interface.auth import PrincipalRateThrottle
 from core import redis_client
 from core.models import ApiKey
 from core.principals import Principal
-from memory import tenancy
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
 from tests.conftest import needs

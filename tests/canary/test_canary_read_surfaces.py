@@ -53,10 +53,11 @@ from mcp.client.streamable_http import streamable_http_client
 from rest_framework.test import APIClient
 
 import dashboard.urls
+from accounts import people, tenancy
+from accounts.grants import permission_grant
 from agent_interface.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
-from memory import events, people, tenancy
-from memory.grants import permission_grant
+from memory import events
 from memory.models import Embedding
 from tests.cache.conftest import database_url, free_port
 from tests.canary.support import (

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from accounts import tenancy
 from agent_interface.auth import PrincipalRateThrottle
 from agent_interface.serializers import (
     CorrectionInput,
@@ -19,7 +20,7 @@ from agent_interface.serializers import (
 from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
 from audit.models import AuditEvent
 from core.models import ApiKey
-from memory import entities, tenancy
+from memory import entities
 from memory.models import Source
 from tests.api.test_throttling import _forget as forget_bucket
 from tests.conftest import World, iso, later

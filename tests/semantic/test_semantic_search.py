@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from memory import semantic, tenancy
+from accounts import tenancy
+from memory import semantic
 from memory.models import Embedding
 from tests.api.support import preference_body, record_source
 from tests.approvals.support import person

@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.test import RequestFactory
 
+from accounts import throttle
 from config.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
-from memory import throttle
 
 RAW = "mg_0123456789ab_secret"
 

@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts.tenancy import api_key_create
 from core.models import Tenant
-from memory.tenancy import api_key_create
 
 LIFETIME_RE = re.compile(r"^(?P<count>[1-9][0-9]{0,5})(?P<unit>[dh])$")
 

@@ -1,6 +1,6 @@
 """People and their keys over time: deactivation, labels, key rotation (docs/design.md,
 Permissions). Each is one audited transaction; authentication reads the result on the
-very next request (``memory.keys``), so nothing here needs a cache invalidated."""
+very next request (``accounts.keys``), so nothing here needs a cache invalidated."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.keys import generate_key, hash_key
 from audit.services import audit_append
 from core.errors import Conflict
 from core.models import ApiKey, Membership
 from core.times import iso
-from memory.keys import generate_key, hash_key
 
 
 def _set_active(*, user: User, active: bool, actor: str) -> User:

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memory.management.commands._people import member
-from memory.people import user_deactivate
+from accounts.management.commands._people import member
+from accounts.people import user_deactivate
 
 
 class Command(BaseCommand):

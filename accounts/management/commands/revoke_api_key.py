@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts.tenancy import api_key_revoke
 from core.models import ApiKey
-from memory.tenancy import api_key_revoke
 
 
 class Command(BaseCommand):

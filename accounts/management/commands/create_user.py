@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from accounts.grants import permission_grant
+from accounts.tenancy import user_create
 from core.models import GRANTABLE_PERMISSIONS, Tenant
-from memory.grants import permission_grant
-from memory.tenancy import user_create
 
 GRANT_RE = re.compile(r"^(?P<perm>[a-z_]+)(?:@(?P<dim>[a-z][a-z0-9_]{0,31})=(?P<value>.+))?$")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -12,32 +12,38 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.keys import generate_key, hash_key
 from audit.services import audit_append
 from core.errors import InvalidContent
 from core.models import ApiKey, Membership, Tenant, validate_time_zone
-from memory.keys import generate_key, hash_key
-from memory.models import Policy
-from memory.resolver import Policy as ResolverPolicy
+
+# What a new tenant starts with beyond its row (memory's first policy), written in the
+# transaction that creates it. The layers above register theirs at start in
+# ``AppConfig.ready`` (memory/apps.py; decision 0001: this layer cannot import them); each
+# gets the tenant and the actor and returns what it adds to the ``tenant.created`` event.
+TenantStarter = Callable[[Tenant, str], Mapping[str, Any]]
+_starters: list[TenantStarter] = []
+
+
+def tenant_starter(starter: TenantStarter) -> None:
+    """Register what every new tenant starts with (called from ``AppConfig.ready``)."""
+    if starter not in _starters:
+        _starters.append(starter)
 
 
 def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tenant:
     with transaction.atomic(durable=True):
         tenant = Tenant.objects.create(slug=slug, name=name or slug)
-        policy = Policy.objects.create(
-            tenant=tenant,
-            version=1,
-            precedence=ResolverPolicy(version="1").to_precedence(),
-            reason="initial policy",
-            published_by=actor,
-            published_at=timezone.now(),
-        )
+        data: dict[str, Any] = {}
+        for starter in _starters:
+            data.update(starter(tenant, actor))
         audit_append(
             tenant=tenant,
             actor=actor,
             action="tenant.created",
             target_type="tenant",
             target_id=tenant.slug,
-            data={"policy_version": policy.version},
+            data=data,
         )
     return tenant
 

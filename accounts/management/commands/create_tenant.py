@@ -4,9 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts.tenancy import tenant_create, tenant_update_settings
 from core.errors import DomainError
 from core.models import Tenant
-from memory.tenancy import tenant_create, tenant_update_settings
 
 
 class Command(BaseCommand):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from accounts.keys import hash_key
 from core import redis_client
-from memory.keys import hash_key
 
 if TYPE_CHECKING:
     from core.principals import Principal

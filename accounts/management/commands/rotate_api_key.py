@@ -5,10 +5,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from accounts.people import api_key_rotate
 from core.errors import Conflict
 from core.models import ApiKey
 from core.times import iso
-from memory.people import api_key_rotate
 
 
 class Command(BaseCommand):
