@@ -87,7 +87,7 @@ def serving(
     ``config.wsgi``), 2 workers, on the source tree at ``root`` (``python -m`` puts that tree
     first on the path: ``bench.ab_servers`` serves two trees with this virtualenv), with
     ``threads`` request threads per worker (None: the deployed default). One agent drives
-    every thread, as the targets were set: its per-tenant cap (``config.tenant_share``, a
+    every thread, as the targets were set: its per-tenant cap (``gateway.tenant_share``, a
     guard between tenants) is off here."""
     port = _free_port()
     env = {

@@ -8,8 +8,8 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-import config.health as health
-import config.problems as problems
+import agent_interface.problems as problems
+import operations.health as health
 from accounts import sign_in
 
 urlpatterns = [
@@ -19,7 +19,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Both docs pages load their bundles from static files (drf-spectacular-sidecar), so
-    # they render without internet; neither has an inline script (config/security.py).
+    # they render without internet; neither has an inline script (gateway/security.py).
     path(
         "api/docs/",
         SpectacularSwaggerSplitView.as_view(
@@ -46,7 +46,7 @@ urlpatterns = [
 # The admin's sign-in page says why a locked sign-in is refused (accounts/sign_in.py).
 admin.site.login_form = sign_in.ThrottledAdminAuthenticationForm
 
-handler400 = "config.problems.bad_request"
-handler403 = "config.problems.permission_denied"
-handler404 = "config.problems.page_not_found"
-handler500 = "config.problems.server_error"
+handler400 = "agent_interface.problems.bad_request"
+handler403 = "agent_interface.problems.permission_denied"
+handler404 = "agent_interface.problems.page_not_found"
+handler500 = "agent_interface.problems.server_error"

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from config import health
+from operations import health
 
 OPENAPI_JSON = "application/vnd.oai.openapi+json"
 

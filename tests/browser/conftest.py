@@ -18,7 +18,7 @@ from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 
 from config.celery import app as celery_app
-from config.celery import prepare_embedded_broker
+from operations.queues import prepare_embedded_broker
 from tests.dashboard.support import Demo, load_demo
 
 CHROMIUM = Path("/usr/bin/chromium")

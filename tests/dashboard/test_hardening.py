@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from accounts.sign_in import locked_message
-from config.security import SELF_ONLY_POLICY
+from gateway.security import SELF_ONLY_POLICY
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import health
+from operations import health
 
 POD_IP = "10.42.0.17:8000"
 

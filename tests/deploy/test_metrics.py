@@ -23,12 +23,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import tasks
 from config.celery import app as celery_app
-from config.celery import prepare_embedded_broker
-from config.metrics import serve_worker_metrics
 from core import redis_client
 from core.metrics import SCRAPE_READERS, WEBHOOK_ATTEMPTS, webhook_attempted
 from core.models import Outbox
 from memory.models import MemoryVersion
+from operations.metrics import serve_worker_metrics
+from operations.queues import prepare_embedded_broker
 from tests.conftest import later, needs
 from tests.deploy.support import DEPLOY, ROOT, is_celery_worker, procfile, procfile_environment
 from tests.resolve.conftest import Story

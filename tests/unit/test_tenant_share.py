@@ -1,5 +1,5 @@
 """Issue 33, point 13: a tenant's share of a web process's request threads
-(``config.tenant_share.TenantShareMiddleware``). A request running is simulated by asking
+(``gateway.tenant_share.TenantShareMiddleware``). A request running is simulated by asking
 the middleware again from inside the view of the first."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.http.response import HttpResponseBase
 from django.test import RequestFactory
 
 from accounts import throttle
-from config.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
+from gateway.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
 
 RAW = "mg_0123456789ab_secret"
 

@@ -6,7 +6,7 @@ the database (503), everything but fresh cache hits and prompt task pick-up with
 waits in the outbox until the broker is back). Taking every pod out of the Service when
 Redis is down would turn a slower site into no site.
 
-Under gunicorn both are also served on their own port (config.probes), by a thread of each
+Under gunicorn both are also served on their own port (operations.probes), by a thread of each
 worker that never waits behind the request threads; the deployed probes call that port,
 which no Service or Ingress exposes."""
 
@@ -27,7 +27,7 @@ from kombu.exceptions import KombuError
 from redis import Redis
 from redis.exceptions import RedisError
 
-from config.problems import problem_response
+from agent_interface.problems import problem_response
 from core import redis_client
 
 logger = logging.getLogger(__name__)
@@ -154,13 +154,13 @@ class HostAgnosticHealthMiddleware:
     is not (and should not be) in ``ALLOWED_HOSTS``; Django would answer 400
     (DisallowedHost) and the orchestrator would restart a healthy process in a loop. Only
     these exact paths skip the host check: the health paths take no input and reveal
-    nothing but up or down, and ``/metrics`` needs its bearer token (config.metrics).
+    nothing but up or down, and ``/metrics`` needs its bearer token (operations.metrics).
     Put this first in ``MIDDLEWARE``."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         # Imported here: metrics reads models; middleware loads before the app registry.
-        from config.metrics import metrics_view  # noqa: PLC0415
+        from operations.metrics import metrics_view  # noqa: PLC0415
 
         self.views: dict[str, Callable[[HttpRequest], HttpResponse]] = {
             "/healthz": healthz,

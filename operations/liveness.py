@@ -4,7 +4,7 @@ The probes were ``celery inspect ping``, a round trip through Redis: during a Re
 every ping failed and Kubernetes restarted healthy workers, which then waited for Redis
 anyway (issue 47). Instead the worker's main process touches a heartbeat file from its
 event loop (a timer of the worker, so a stuck loop stops touching it), and the probe
-(``python -m config.worker_probe NODE``) passes while the file is fresh. A stale file while
+(``python -m operations.worker_probe NODE``) passes while the file is fresh. A stale file while
 the broker does not answer is the worker waiting to reconnect, which a restart would not
 change: the probe passes then too, and fails only for a stale heartbeat while the broker
 answers."""

@@ -17,9 +17,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve
 
-import config.logs as logs
-from config.metrics import SENT_AT_HEADER, serve_worker_metrics
+import operations.logs as logs
 from core import metrics
+from operations.metrics import SENT_AT_HEADER, serve_worker_metrics
 
 REQUEST_ID_TASK_HEADER = "memgov_request_id"
 request_logger = logging.getLogger("memgov.request")

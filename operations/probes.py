@@ -4,7 +4,7 @@ On the web port a probe waits in the same queue as requests: during a database o
 every request thread waited on the database and ``/healthz`` took 28.9 s, so the kubelet
 would have restarted every healthy pod (issue 36). Here each worker process answers probes
 from its own thread, which never waits behind a request: liveness is answered at once
-while the process lives, readiness within MEMGOV_READY_TIMEOUT_SECONDS (config.health).
+while the process lives, readiness within MEMGOV_READY_TIMEOUT_SECONDS (operations.health).
 
 Every worker binds the same port with SO_REUSEPORT, so the kernel spreads probes over
 them and no single worker is the pod's only voice. The port is not in the Service nor the
@@ -29,7 +29,7 @@ class _ProbeHandler(BaseHTTPRequestHandler):
         if self.path == "/healthz":
             self._answer(200, {"status": "ok"})
         elif self.path == "/readyz":
-            from config.health import readiness  # noqa: PLC0415 - Django is loaded by now
+            from operations.health import readiness  # noqa: PLC0415 - Django is loaded by now
 
             self._answer(*readiness())
         else:

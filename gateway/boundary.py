@@ -12,7 +12,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.problems import problem_response
+from agent_interface.problems import problem_response
 from core.inputs import query_errors, strict_int
 
 

@@ -21,7 +21,7 @@ from typing import Any
 # The id of the request (or task) this code runs for; "-" outside of both.
 request_id: ContextVar[str] = ContextVar("memgov_request_id", default="-")
 task_context: ContextVar[dict[str, str] | None] = ContextVar("memgov_task", default=None)
-# The tenant a request counted against (config.tenant_share), for its request line.
+# The tenant a request counted against (gateway.tenant_share), for its request line.
 request_tenant: ContextVar[str | None] = ContextVar("memgov_request_tenant", default=None)
 # …and that tenant's slug, which a person reads more easily than an id (issue 47).
 request_tenant_slug: ContextVar[str | None] = ContextVar("memgov_tenant_slug", default=None)
@@ -102,10 +102,10 @@ def gunicorn_logging_config(*, level: str) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+        "filters": {"request_id": {"()": "operations.logs.RequestIdFilter"}},
         "formatters": {
-            "json": {"()": "config.logs.JsonFormatter"},
-            "access": {"()": "config.logs.GunicornAccessFormatter"},
+            "json": {"()": "operations.logs.JsonFormatter"},
+            "access": {"()": "operations.logs.GunicornAccessFormatter"},
         },
         "handlers": {
             "console": {
@@ -192,7 +192,7 @@ OUTAGES = _OutageLedger()
 
 class DatabaseOutageSummary(logging.Filter):
     """A record whose error is the database not answering (refused, timed out, dropped:
-    an outage; a 503 in config.problems) becomes one WARNING line with the error's first
+    an outage; a 503 in agent_interface.problems) becomes one WARNING line with the error's first
     line and no traceback, at most one per kind of error every
     ``OUTAGE_LOG_INTERVAL_SECONDS`` in the process; the next one says how many were left
     out, and so does a last line when the database answers again (``database_answered``).
@@ -235,7 +235,7 @@ def _where(record: logging.LogRecord) -> str:
 
 def _database_outage(record: logging.LogRecord) -> BaseException | None:
     """The OperationalError / InterfaceError of a database that did not answer, if that
-    is this record's error. A request's 503 is one whatever it says (config.problems);
+    is this record's error. A request's 503 is one whatever it says (agent_interface.problems);
     elsewhere only the connection's errors (no SQLSTATE, class 08, an administrator's
     shutdown, a cancelled statement), so a deadlock keeps its traceback."""
     from django.db import InterfaceError, OperationalError  # noqa: PLC0415 - logs load first
@@ -268,7 +268,7 @@ def database_answered(**_: Any) -> None:
         message += " (%d not logged: %s)"
         kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(left_out.items()))
         args = (*args, sum(left_out.values()), kinds)
-    logging.getLogger("config.logs").warning(message, *args)
+    logging.getLogger("operations.logs").warning(message, *args)
 
 
 def _outage_interval() -> float:
@@ -287,7 +287,7 @@ def configure(config: dict[str, Any]) -> None:
 
     logging.config.dictConfig(config)
     logging.captureWarnings(True)
-    connection_created.connect(database_answered, dispatch_uid="config.logs.database_answered")
+    connection_created.connect(database_answered, dispatch_uid="operations.logs.database_answered")
 
 
 def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
@@ -298,12 +298,12 @@ def logging_config(*, json_lines: bool, level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {
-            "request_id": {"()": "config.logs.RequestIdFilter"},
-            "server_errors_only": {"()": "config.logs.ServerErrorsOnly"},
-            "database_outage_summary": {"()": "config.logs.DatabaseOutageSummary"},
+            "request_id": {"()": "operations.logs.RequestIdFilter"},
+            "server_errors_only": {"()": "operations.logs.ServerErrorsOnly"},
+            "database_outage_summary": {"()": "operations.logs.DatabaseOutageSummary"},
         },
         "formatters": {
-            "json": {"()": "config.logs.JsonFormatter"},
+            "json": {"()": "operations.logs.JsonFormatter"},
             "plain": {"format": plain},
         },
         "handlers": {

@@ -39,9 +39,9 @@ from django.http import HttpRequest, HttpResponseBase
 
 from accounts import throttle
 from accounts.throttle import tenant_of_raw_key
-from config.logs import request_tenant, request_tenant_slug
-from config.problems import problem_response
+from agent_interface.problems import problem_response
 from core.models import Membership
+from operations.logs import request_tenant, request_tenant_slug
 
 UNVERIFIED = "unverified"
 RETRY_AFTER_SECONDS = 1

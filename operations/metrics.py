@@ -38,9 +38,9 @@ from prometheus_client.registry import Collector
 from redis import Redis
 from redis.exceptions import RedisError
 
-from config.beat import LEASE_KEY
-from config.queues import QUEUES
 from core.metrics import SCRAPE_READERS
+from operations.beat import LEASE_KEY
+from operations.queues import QUEUES
 
 SENT_AT_HEADER = "memgov_sent_at"
 
@@ -107,7 +107,7 @@ class LiveCollector(Collector):
 
     def _beat_leader(self) -> Iterator[GaugeMetricFamily]:
         """Whether a beat sends the schedule: its lease lapses within
-        MEMGOV_BEAT_LEASE_SECONDS of the last tick of the last leader (config/beat.py).
+        MEMGOV_BEAT_LEASE_SECONDS of the last tick of the last leader (operations/beat.py).
         A broker that does not answer holds no lease, so no beat sends."""
         broker = str(settings.CELERY_BROKER_URL)
         if broker.startswith("filesystem://"):
