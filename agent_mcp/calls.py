@@ -15,17 +15,17 @@ from typing import Any
 from django.db import connections
 from rest_framework import exceptions
 
+from accounts.keys import api_key_for_raw
+from agent_interface import answers
+from agent_interface.auth import throttle_wait
+from agent_interface.problems import problem_body, problem_exception_handler
 from agent_mcp.spec import ToolSpec
 from agent_mcp.tools import BY_NAME, IdempotencyArgument
-from config.problems import problem_body, problem_exception_handler
-from contract import answers
-from contract.auth import throttle_wait
 from core.errors import NotFound
 from core.inputs import checked_json
 from core.models import IdempotencyRecord
 from core.principals import Principal, principal_for_key
 from memory import idempotency
-from memory.keys import api_key_for_raw
 
 logger = logging.getLogger(__name__)
 BAD_KEY = "Unknown or revoked API key."

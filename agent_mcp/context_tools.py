@@ -1,6 +1,7 @@
 """The agents' read side over MCP (issue 35): a governed context block to put in a prompt,
 the answer to a held proposal's question, and the field catalog. Each calls the one
-answer function the matching REST view calls (``contract.context``, ``contract.catalog``)."""
+answer function the matching REST view calls (``agent_interface.context``,
+``agent_interface.catalog``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agent_interface import catalog, context
+from agent_interface.answers import validated
+from agent_interface.serializers import StrictInput
 from agent_mcp.spec import ToolSpec
-from contract import catalog, context
-from contract.answers import validated
-from contract.serializers import StrictInput
 from core.principals import Principal
 
 

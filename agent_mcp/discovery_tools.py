@@ -1,5 +1,5 @@
 """The MCP tools of the agents' read side (issue 35): search, the caller's own proposals,
-entities (create, alias, kinds, external ref). Each calls the ``contract`` function its
+entities (create, alias, kinds, external ref). Each calls the ``agent_interface`` function its
 REST view calls (api.discovery, api.memory)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agent_interface import answers, discovery
+from agent_interface.serializers import AliasInput, EntityInput, StrictInput
 from agent_mcp.spec import ToolSpec
-from contract import answers, discovery
-from contract.serializers import AliasInput, EntityInput, StrictInput
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory.models import Status

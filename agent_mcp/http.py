@@ -21,9 +21,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from agent_interface.problems import PROBLEM_CONTENT_TYPE, problem_body
 from agent_mcp.calls import check_key
 from agent_mcp.server import build_server
-from config.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 # The one endpoint (some clients add the slash) and the methods streamable HTTP uses.
 ENDPOINTS = ("/mcp", "/mcp/")

@@ -1,5 +1,5 @@
 """What a tool is: its name, description and input schema as a model reads them, and the
-function of ``contract`` it calls. Its own module, so that the modules holding tools
+function of ``agent_interface`` it calls. Its own module, so that the modules holding tools
 (``agent_mcp.tools``, ``discovery_tools``, ``context_tools``) import it in any order."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The MCP tools: what a model reads (name, description, input schema) and the one answer
-function of ``contract.answers`` each calls, the same one the matching REST view calls."""
+function of ``agent_interface.answers`` each calls, the same one the matching REST view calls."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agent_interface import answers
+from agent_interface.serializers import StrictInput
 from agent_mcp.spec import ToolSpec
-from contract import answers
-from contract.serializers import StrictInput
 from core.kinds import MemoryKind
 from core.principals import Principal
 from memory.models import Assertion, Scenario, Source

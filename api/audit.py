@@ -8,11 +8,11 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface.serializers import ZonedDateTimeField
 from api.base import MemgovAPIView
 from api.pagination import PAGE_PARAMETERS, paginate, text_parameter
 from audit.representations import event_representation
 from audit.selectors import Problem, audit_events, audit_verify, require_view_audit
-from contract.serializers import ZonedDateTimeField
 from core.errors import InvalidContent
 
 

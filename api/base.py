@@ -8,10 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contract.auth import get_principal
-from contract.idempotency import keep_answer, replayed, request_hash
-from contract.renderers import JSONOnlyNegotiation
-from contract.serializers import unknown_name
+from agent_interface.auth import get_principal
+from agent_interface.idempotency import keep_answer, replayed, request_hash
+from agent_interface.renderers import JSONOnlyNegotiation
+from agent_interface.serializers import unknown_name
 from core.errors import InvalidContent
 from core.models import IdempotencyRecord
 from core.principals import Principal

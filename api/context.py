@@ -1,5 +1,5 @@
 """The context block and clarification (docs/api.md, Context / Clarification): thin over
-``contract.context``, which the MCP tools call too."""
+``agent_interface.context``, which the MCP tools call too."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import context
+from agent_interface.context import ClarifyInput, ContextInput
 from api.base import MemgovAPIView
 from api.openapi import ContextOut, MemoryOut
-from contract import context
-from contract.context import ClarifyInput, ContextInput
 
 _DANA = "ent_01j9dana0000000000000000"
 

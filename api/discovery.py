@@ -1,5 +1,5 @@
 """REST endpoints of the agents' read side (docs/api.md, Search and Agent reads): thin over
-``contract.discovery``, which the MCP tools call too."""
+``agent_interface.discovery``, which the MCP tools call too."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
+from agent_interface import discovery
 from api.base import MemgovAPIView
 from api.openapi import (
     EntityKindsOut,
@@ -18,7 +19,6 @@ from api.openapi import (
     ProposalPageOut,
     SearchPageOut,
 )
-from contract import discovery
 from core.errors import InvalidContent
 from core.inputs import strict_int
 

@@ -11,11 +11,11 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface.serializers import StrictInput
 from api.base import MemgovAPIView
 from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
 from api.openapi import ErasureOut, ErasureStartedOut, ExportOut
-from contract.serializers import StrictInput
 from core.authority import require_erase
 from core.times import iso
 from memory.erasure import MAX_REASON, erasure_start

@@ -9,6 +9,15 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import answers, discovery
+from agent_interface.serializers import (
+    AliasInput,
+    CorrectionInput,
+    EntityInput,
+    MatchInput,
+    ProposalInput,
+    SourceInput,
+)
 from api.base import MemgovAPIView
 from api.examples import REQUEST_EXAMPLES
 from api.openapi import (
@@ -20,15 +29,6 @@ from api.openapi import (
     SourceOut,
 )
 from api.pagination import PAGE_PARAMETERS, paginate, text_parameter
-from contract import answers, discovery
-from contract.serializers import (
-    AliasInput,
-    CorrectionInput,
-    EntityInput,
-    MatchInput,
-    ProposalInput,
-    SourceInput,
-)
 from core.errors import InvalidContent
 from core.kinds import MemoryKind
 from memory import selectors

@@ -10,6 +10,9 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import answers
+from agent_interface.auth import ReadsCacheAhead
+from agent_interface.serializers import ResolveInput, StrictInput
 from api.base import MemgovAPIView
 from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
@@ -27,12 +30,9 @@ from approvals.revalidation import (
     policy_publish_and_revalidate,
     revalidation_request,
 )
-from contract import answers
-from contract.auth import ReadsCacheAhead
-from contract.serializers import ResolveInput, StrictInput
+from core.redis_client import ScriptCall
 from core.times import iso
 from memory import selectors
-from memory.cache import ScriptCall
 
 
 class PolicyInput(StrictInput):

@@ -11,6 +11,8 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface import answers
+from agent_interface.serializers import LabelListField, ScenarioInput, StrictInput
 from api.base import MemgovAPIView
 from api.examples import REQUEST_EXAMPLES
 from api.memory import _answer_response, _valid
@@ -24,8 +26,6 @@ from api.openapi import (
 )
 from approvals import services, wording
 from approvals.models import CheckResult, ScenarioRemoval
-from contract import answers
-from contract.serializers import LabelListField, ScenarioInput, StrictInput
 from core.times import iso
 from memory import selectors
 from memory.models import Scenario

@@ -3,7 +3,7 @@ selectors."""
 
 from django.urls import path
 
-from api import audit, context, erasure, fields, memory, resolve, review, webhooks
+from api import audit, context, erasure, field_catalog, memory, resolve, review, webhooks
 from api import discovery as agent_reads
 
 urlpatterns = [
@@ -48,8 +48,8 @@ urlpatterns = [
     path("sources/<str:source_id>/visibility", review.SourceVisibilityView.as_view()),
     path("context", context.ContextView.as_view()),
     path("memories/<str:memory_id>/clarify", context.ClarifyView.as_view()),
-    path("fields", fields.FieldCollectionView.as_view()),
-    path("fields/<str:name>", fields.FieldDetailView.as_view()),
+    path("fields", field_catalog.FieldCollectionView.as_view()),
+    path("fields/<str:name>", field_catalog.FieldDetailView.as_view()),
     path("audit", audit.AuditListView.as_view()),
     path("audit/verify", audit.AuditVerifyView.as_view()),
     path("webhooks", webhooks.WebhookCollectionView.as_view()),

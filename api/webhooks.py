@@ -10,6 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agent_interface.serializers import StrictInput
 from api.base import MemgovAPIView
 from api.examples import REQUEST_EXAMPLES
 from api.memory import _valid
@@ -21,7 +22,6 @@ from api.openapi import (
     WebhookWithSecretOut,
 )
 from api.pagination import PAGE_PARAMETERS, paginate
-from contract.serializers import StrictInput
 from core.times import iso
 from memory.events import EVENT_TYPES
 from webhooks import services

@@ -31,7 +31,6 @@ class ApprovalsConfig(AppConfig):
         from approvals.erasure import COUNTS, erase_reviews  # noqa: PLC0415
         from approvals.notifications import pending_review_gauges  # noqa: PLC0415
         from approvals.wording import status_reason_for  # noqa: PLC0415
-        from config.celery import prepare_embedded_broker  # noqa: PLC0415
         from core.metrics import scrape_reader  # noqa: PLC0415
         from core.outbox import outbox_handle  # noqa: PLC0415
         from memory.erasure_phases import erasure_versions_step  # noqa: PLC0415
@@ -43,6 +42,5 @@ class ApprovalsConfig(AppConfig):
         erasure_versions_step(erase_reviews, counts=COUNTS)
         # A status reason names no memory its reader may not see (memory cannot import us).
         reason_for_reader(status_reason_for)
-        # /metrics reads the reviews waiting through us (config.metrics imports no app).
+        # /metrics reads the reviews waiting through us (operations.metrics imports no app).
         scrape_reader("approvals.pending_reviews", pending_review_gauges)
-        prepare_embedded_broker()

@@ -98,9 +98,10 @@ class Setup:
     """A fresh tenant with two rule reviewers, ten subjects and one approval record."""
 
     def __init__(self) -> None:
+        from accounts import tenancy
+        from accounts.grants import permission_grant
         from core.principals import Principal
-        from memory import entities, sources, tenancy
-        from memory.grants import permission_grant
+        from memory import entities, sources
 
         slug = f"bench-approvals-{uuid.uuid4().hex[:8]}"
         self.tenant = tenancy.tenant_create(slug=slug, name="Approval latency benchmark")

@@ -87,7 +87,7 @@ def serving(
     ``config.wsgi``), 2 workers, on the source tree at ``root`` (``python -m`` puts that tree
     first on the path: ``bench.ab_servers`` serves two trees with this virtualenv), with
     ``threads`` request threads per worker (None: the deployed default). One agent drives
-    every thread, as the targets were set: its per-tenant cap (``config.tenant_share``, a
+    every thread, as the targets were set: its per-tenant cap (``gateway.tenant_share``, a
     guard between tenants) is off here."""
     port = _free_port()
     env = {
@@ -210,8 +210,9 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
     The subjects' bumps alternate, so a slow spell of the host lands on each alike."""
     from django.utils import timezone
 
+    from core import redis_client
     from core.principals import Principal
-    from memory import cache, generations, resolution
+    from memory import generations, resolution
     from memory.models import Entity
     from memory.resolution import ResolveRequest
 
@@ -226,7 +227,7 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
             explain=False,
         )
 
-    client = cache.redis_client()
+    client = redis_client.redis_client()
     cases: list[tuple[int, str, Principal, str, int, list[float]]] = []
     for count, subject_id in zip(entry_counts, subjects, strict=False):
         tenant = Entity.objects.select_related("tenant").get(pk=subject_id).tenant
@@ -251,9 +252,9 @@ def bump_cost(subjects: list[str], entry_counts: tuple[int, ...], repeats: int) 
             timings.append((time.perf_counter() - started) * 1e6)
     out: dict[str, Any] = {}
     for count, subject_id, principal, _generation, entries, timings in cases:
-        hits = cache.stats["hits"]
+        hits = redis_client.stats["hits"]
         resolution.cached_resolution(principal, request(subject_id, 0), timezone.now())
-        assert cache.stats["hits"] == hits, "an entry survived its subject's bump"
+        assert redis_client.stats["hits"] == hits, "an entry survived its subject's bump"
         out[str(count)] = {
             "entries_in_redis": entries,
             "bump_median_us": round(statistics.median(timings), 1),

@@ -1,5 +1,5 @@
 """Context block benchmark (issue 35): ``POST /api/v1/context``'s work —
-``contract.context.context_built``, the function the view and the MCP tool call — at one
+``agent_interface.context.context_built``, the function the view and the MCP tool call — at one
 client, in process, on PostgreSQL with ``bench.generate``'s data (1M versions by default).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench \\
@@ -61,7 +61,7 @@ def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]
 def main(argv: list[str] | None = None) -> None:
     args, url = one_client.arguments(__doc__ or "", argv)
     one_client.setup(url)
-    from contract.context import context_built
+    from agent_interface.context import context_built
 
     def run() -> dict[str, Any]:
         principal, queries = _workload(random.Random(args.seed))

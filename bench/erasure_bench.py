@@ -193,10 +193,10 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from accounts import tenancy
+    from accounts.grants import permission_grant
     from core.principals import principal_for_user
-    from memory import tenancy
     from memory.erasure import erasure_start
-    from memory.grants import permission_grant
     from memory.models import Erasure
 
     tenant = tenancy.tenant_create(slug=f"bench-{uuid.uuid4().hex[:6]}")

@@ -250,8 +250,8 @@ class Tenants:
 
 
 def _tenants(versions: int, seed: int) -> Tenants:
+    from accounts import tenancy
     from core.models import Tenant
-    from memory import tenancy
 
     ids, owners = [], []
     for t in range(TENANTS):
@@ -467,8 +467,8 @@ def info(probes: int) -> dict[str, Any]:
     from django.db import connection
     from django.db.models import Count, Q
 
+    from accounts import tenancy
     from core.models import Tenant
-    from memory import tenancy
     from memory.models import Entity, MemoryVersion
 
     if "memory_tenant" not in connection.introspection.table_names():

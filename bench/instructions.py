@@ -65,10 +65,11 @@ def _pieces(cache_on: bool) -> dict[str, Any]:
     from django.core.wsgi import get_wsgi_application
     from django.utils import timezone
 
+    from accounts import keys
+    from agent_interface.answers import _resolve_request
     from bench.generate import context_for, info
-    from contract.answers import _resolve_request
     from core.principals import principal_for_key
-    from memory import candidates, keys, resolution, resolver
+    from memory import candidates, resolution, resolver
 
     application = get_wsgi_application()
     manifest = info(probes=500)
@@ -145,13 +146,13 @@ def child(piece: str, calls: int) -> None:
     count holds only if every counted call was a hit: an entry ends at its candidates'
     next change or after a minute, which a slow valgrind run can outlast."""
     call = _pieces(cache_on=piece in ("warm", "checks"))[piece]
-    from memory import cache  # after _pieces: importing it first settles Django's settings
+    from core import redis_client  # after _pieces: importing it first settles Django's settings
 
     for i in range(max(WARM_UP, calls)):  # a warm resolve's entries stored
         call(i)
-    missed = cache.stats["misses"]
+    missed = redis_client.stats["misses"]
     functools.reduce(lambda _, i: call(i), range(calls), None)
-    missed = cache.stats["misses"] - missed
+    missed = redis_client.stats["misses"] - missed
     if piece == "warm" and missed:
         raise SystemExit(
             f"{missed} of the {calls} counted calls missed the cache: count the warm piece "

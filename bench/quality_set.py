@@ -2,7 +2,7 @@
 the questions about it, each with the entity or fact that answers it (or none).
 
 Pure Python, no Django: ``bench.search_quality`` builds the world in Memgov through the
-contract functions, ``bench.mem0_side_by_side`` stores the same statements in Mem0 from a
+agent_interface functions, ``bench.mem0_side_by_side`` stores the same statements in Mem0 from a
 virtualenv of its own. Every entity and fact has a key (``ent:…``, ``mem:…``); generated
 ones start with ``~`` and no question asks for them.
 

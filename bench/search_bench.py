@@ -1,4 +1,4 @@
-"""Search benchmark (issue 35): ``GET /api/v1/search``'s work — ``contract.discovery
+"""Search benchmark (issue 35): ``GET /api/v1/search``'s work — ``agent_interface.discovery
 .searched``, the function the view and the MCP tool call — at one client, in process, on
 PostgreSQL with ``bench.generate``'s data (1M versions by default).
 
@@ -78,7 +78,7 @@ def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]
 def main(argv: list[str] | None = None) -> None:
     args, url = one_client.arguments(__doc__ or "", argv)
     one_client.setup(url)
-    from contract.discovery import searched
+    from agent_interface.discovery import searched
 
     def run() -> dict[str, Any]:
         principal, queries = _workload(random.Random(args.seed))

@@ -1,6 +1,6 @@
 """Search quality benchmark (issues 44 and 45): the labelled set of ``bench.quality_set``
 (a generated tenant and questions, each with the entity or fact a user asking it wants, or
-none) through ``contract.discovery.searched`` (the function behind ``GET /api/v1/search``
+none) through ``agent_interface.discovery.searched`` (the function behind ``GET /api/v1/search``
 and the MCP tool) on PostgreSQL and on SQLite.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/memgov_bench \\
@@ -54,9 +54,9 @@ class Tenant:
     """Builds the tenant through the contract functions the API calls."""
 
     def __init__(self) -> None:
+        from accounts import tenancy
         from core.models import Tenant as TenantModel
         from core.principals import Principal
-        from memory import tenancy
 
         tenant = tenancy.tenant_create(slug="quality", name="Quality")
         TenantModel.objects.filter(pk=tenant.pk).update(approvals_required=1)
@@ -72,9 +72,9 @@ class Tenant:
         self.keys: dict[str, str] = {}  # the set's key -> Memgov's id
 
     def entity(self, entity: quality_set.Entity) -> None:
-        from contract.answers import validated
-        from contract.discovery import entity_created
-        from contract.serializers import EntityInput
+        from agent_interface.answers import validated
+        from agent_interface.discovery import entity_created
+        from agent_interface.serializers import EntityInput
 
         body: dict[str, Any] = {
             "kind": entity.kind,
@@ -87,7 +87,7 @@ class Tenant:
         self.keys[f"ent:{entity.key}"] = str(made["id"])
 
     def fact(self, fact: quality_set.Fact) -> None:
-        from contract.answers import memory_proposed, source_recorded
+        from agent_interface.answers import memory_proposed, source_recorded
 
         source = source_recorded(
             self.principal, {"kind": "message", "content": fact.said or fact.statement}
@@ -131,7 +131,7 @@ def _build(filler: int, seed: int) -> dict[str, str]:
 
 def _measure(keys: dict[str, str]) -> dict[str, Any]:
     """Every question through ``searched``, timed in process (no HTTP)."""
-    from contract.discovery import searched
+    from agent_interface.discovery import searched
     from core.errors import InvalidContent
     from core.models import Tenant as TenantModel
     from core.principals import Principal
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"targets recall@1 ≥ {RECALL1_TARGET}, recall@5 ≥ {RECALL_TARGET}, MRR ≥ {MRR_TARGET}, "
         f"no answer → nothing ≥ {NO_ANSWER_TARGET}: {'met' if all_met else 'missed'} "
-        f"({verdicts}); latency in process (contract.discovery.searched, no HTTP)"
+        f"({verdicts}); latency in process (agent_interface.discovery.searched, no HTTP)"
     )
     written = {
         "benchmark": "search_quality",
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         "filler": args.filler,
         "seed": args.seed,
         "set": quality_set.summary(args.filler, args.seed),
-        "latency": "in process: contract.discovery.searched, after one untimed pass",
+        "latency": "in process: agent_interface.discovery.searched, after one untimed pass",
         "machine": {
             "platform": platform.platform(),
             "python": platform.python_version(),

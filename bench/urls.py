@@ -10,9 +10,10 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
+from accounts import keys, throttle
 from config.urls import handler400, handler403, handler404, handler500
 from config.urls import urlpatterns as production
-from memory import generations, keys, throttle
+from memory import generations
 
 
 def floor(request: HttpRequest) -> JsonResponse:
@@ -24,7 +25,7 @@ def floor_checks(request: HttpRequest) -> JsonResponse:
     """The governed floor (issue 46): the minimum any authenticated, throttled, cached read
     must do on this stack, and nothing else: the caller's key read from the database, and
     the throttle's Redis script with the cache's read script in one round trip, as a
-    resolve sends them (``memory.throttle.admit_with``). No validation, no answer."""
+    resolve sends them (``accounts.throttle.admit_with``). No validation, no answer."""
     raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")[2]
     key = keys.api_key_for_raw(raw)
     if key is None:

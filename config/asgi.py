@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send  # noqa: E402
 
 from agent_mcp.http import McpHttpApp  # noqa: E402
 from config.mcp import is_mcp  # noqa: E402
-from config.telemetry import AsgiRequestTelemetry  # noqa: E402
+from operations.telemetry import AsgiRequestTelemetry  # noqa: E402
 
 mcp_server = McpHttpApp()
 _mcp = AsgiRequestTelemetry(mcp_server, route="/mcp")

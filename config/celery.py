@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 from celery import Celery, signals
 from celery.exceptions import CPendingDeprecationWarning
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
@@ -20,8 +18,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # never delays a gate run, an activation or a notification of any tenant. A worker started
 # without -Q consumes both (tests, older command lines); deploy/ and make run start one
 # worker per queue.
-from config.liveness import Heartbeat
-from config.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
+from operations.liveness import Heartbeat
+from operations.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
 
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -69,13 +67,5 @@ def _embedding_model_in_the_background(**_: Any) -> None:
     warm_up()
 
 
-def prepare_embedded_broker() -> None:
-    """The filesystem transport (``make run`` without Redis) needs its folders."""
-    if not str(settings.CELERY_BROKER_URL).startswith("filesystem://"):
-        return
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
-        Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key])).mkdir(parents=True, exist_ok=True)
-
-
 # Request ids in task headers, per-task log lines and metrics (after the app exists).
-import config.telemetry  # noqa: E402, F401 - signal handlers for request ids and task logs
+import operations.telemetry  # noqa: E402, F401 - signal handlers for request ids and task logs

@@ -21,8 +21,8 @@ from wsgiref.types import WSGIApplication
 from a2wsgi import ASGIMiddleware
 
 from agent_mcp.http import McpHttpApp
-from config.boundary import WsgiBodyBoundary
-from config.telemetry import AsgiRequestTelemetry
+from gateway.boundary import WsgiBodyBoundary
+from operations.telemetry import AsgiRequestTelemetry
 
 
 def is_mcp(path: str) -> bool:

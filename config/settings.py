@@ -18,8 +18,8 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int, env_list, env_str, redis_database
-from config.logs import logging_config
 from config.sqlite import sqlite_with_extensions
+from operations.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("MEMGOV_VAR_DIR", str(BASE_DIR / "var")))
@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "guardian",
     "django_htmx",
     "core",
+    "accounts",
     "memory",
     "approvals",
     "audit",
@@ -55,27 +56,29 @@ INSTALLED_APPS = [
     "api",
     "dashboard",
     "agent_mcp",
+    "gateway",
+    "operations",
 ]
 
 # Probes and scrapers call the pod or container by its IP: /healthz, /readyz and the
 # token-guarded /metrics answer before the host check, and no other path does
-# (config.health.HostAgnosticHealthMiddleware).
+# (operations.health.HostAgnosticHealthMiddleware).
 MIDDLEWARE = [
-    "config.health.HostAgnosticHealthMiddleware",
-    "config.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
-    "config.tenant_share.TenantShareMiddleware",  # before anything reads the body or queries
-    "config.boundary.InputBoundaryMiddleware",
+    "operations.health.HostAgnosticHealthMiddleware",
+    "operations.telemetry.RequestTelemetryMiddleware",  # request id, JSON line, latency
+    "gateway.tenant_share.TenantShareMiddleware",  # before anything reads the body or queries
+    "gateway.boundary.InputBoundaryMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "config.security.ContentSecurityPolicyMiddleware",
-    "config.security.UntrustedProxyWarningMiddleware",
+    "gateway.security.ContentSecurityPolicyMiddleware",
+    "gateway.security.UntrustedProxyWarningMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Sessions, CSRF, auth and messages as Django's, skipped for an API request that
-    # carries a key (config.browser); the host check stays in CommonMiddleware for all.
-    "config.browser.BrowserSessionMiddleware",
+    # carries a key (gateway.browser); the host check stays in CommonMiddleware for all.
+    "gateway.browser.BrowserSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "config.browser.BrowserCsrfViewMiddleware",
-    "config.browser.BrowserAuthenticationMiddleware",
-    "config.browser.BrowserMessageMiddleware",
+    "gateway.browser.BrowserCsrfViewMiddleware",
+    "gateway.browser.BrowserAuthenticationMiddleware",
+    "gateway.browser.BrowserMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -113,7 +116,7 @@ DATABASES = {
     )
 }
 # Database sessions, their load retried on a dead connection like the key read.
-SESSION_ENGINE = "config.sessions"
+SESSION_ENGINE = "accounts.sessions"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # sqlite-vec is a loadable extension; a Python built without loading (pyenv's
     # default) runs SQLite from pysqlite3-binary instead, when the semantic extra has it.
@@ -148,7 +151,7 @@ else:
         )
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5 if _prepared else None
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = DB_POOL_MODE == "transaction"
-    # A database that does not answer is a quick 503 (config.problems), not a request
+    # A database that does not answer is a quick 503 (agent_interface.problems), not a request
     # thread held for the kernel's TCP timeouts: libpq gives up connecting after
     # MEMGOV_DB_CONNECT_TIMEOUT seconds, and drops a connection whose sent bytes go
     # unacknowledged for as long (a long query is acknowledged, so it is not cut).
@@ -157,7 +160,7 @@ else:
     DATABASES["default"]["OPTIONS"].setdefault("tcp_user_timeout", _connect_timeout * 1000)
     # A PostgreSQL that hangs (not down) would hold a request thread for the whole stall:
     # statements running longer than MEMGOV_DB_STATEMENT_TIMEOUT are cancelled, a quick 503
-    # like a database that does not answer (config.problems). The web server sets 10s
+    # like a database that does not answer (agent_interface.problems). The web server sets 10s
     # unless told (deploy/gunicorn.conf.py); workers, beat and migrations keep 0 (no limit:
     # their batches may run longer). Behind a transaction-mode pooler a session setting
     # would leak: set statement_timeout on the web's database role there (operations.md).
@@ -194,7 +197,7 @@ if CACHE_URL and urlsplit(CACHE_URL).scheme not in {"redis", "rediss", "unix"}:
     )
 
 # How long a call to the cache's Redis may wait for its answer before the caller goes on
-# without it (a timeout is not retried: memory/cache.py; docs/operations.md, Redis outage).
+# without it (a timeout is not retried: core/redis_client.py; docs/operations.md, Redis outage).
 MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS = float(env_str("MEMGOV_CACHE_SOCKET_TIMEOUT_SECONDS", "0.5"))
 if CACHE_URL:
     CACHES = {
@@ -210,7 +213,7 @@ if CACHE_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # After a failed Redis call, how long the callers that can do without Redis (the cached
-# read, the per-key throttle) skip it (memory/cache.py; docs/operations.md, Redis outage).
+# read, the per-key throttle) skip it (core/redis_client.py; docs/operations.md, Redis outage).
 MEMGOV_REDIS_COOLDOWN_SECONDS = float(env_str("MEMGOV_REDIS_COOLDOWN_SECONDS", "1"))
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL) or "filesystem://"
@@ -268,7 +271,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
-    "config.security.SignInThrottle",  # first: a locked sign-in is refused before any check
+    "accounts.sign_in.SignInThrottle",  # first: a locked sign-in is refused before any check
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -276,7 +279,7 @@ ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
-# Sign-in throttle (config/security.py), for the dashboard, the admin and any password
+# Sign-in throttle (accounts/sign_in.py), for the dashboard, the admin and any password
 # login: failures per (username, client address), per username from every address, and
 # the window both count in. The client address is REMOTE_ADDR unless MEMGOV_TRUSTED_PROXIES
 # names how many proxies in front append to MEMGOV_CLIENT_IP_HEADER: never trust a header
@@ -288,7 +291,7 @@ TRUSTED_PROXIES = env_int("MEMGOV_TRUSTED_PROXIES", 0)
 CLIENT_IP_HEADER = env_str("MEMGOV_CLIENT_IP_HEADER", "X-Forwarded-For")
 # A web process of the deployed role answers MEMGOV_WEB_THREADS requests at once
 # (deploy/gunicorn.conf.py), which caps one tenant at all of them but one
-# (config/tenant_share.py): its next request is a quick 429, and the last thread is left to
+# (gateway/tenant_share.py): its next request is a quick 429, and the last thread is left to
 # the other tenants. Elsewhere (runserver, tests) the number of threads is not fixed, and
 # nothing is capped unless MEMGOV_TENANT_MAX_IN_FLIGHT says so. 0: no cap.
 WEB_THREADS = max(1, env_int("MEMGOV_WEB_THREADS", 8))
@@ -339,15 +342,15 @@ X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "contract.auth.ApiKeyAuthentication",
+        "agent_interface.auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["contract.auth.IsTenantPrincipal"],
-    "DEFAULT_PARSER_CLASSES": ["contract.parsers.BoundedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["contract.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": ["contract.auth.PrincipalRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["agent_interface.auth.IsTenantPrincipal"],
+    "DEFAULT_PARSER_CLASSES": ["agent_interface.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["agent_interface.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": ["agent_interface.auth.PrincipalRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"principal": env_str("MEMGOV_THROTTLE_RATE", "6000/min")},
-    "EXCEPTION_HANDLER": "config.problems.problem_exception_handler",
+    "EXCEPTION_HANDLER": "agent_interface.problems.problem_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -359,9 +362,9 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.openapi.document_problems",
-        "config.openapi.close_request_bodies",
-        "config.openapi.document_headers",
+        "api.openapi_hooks.document_problems",
+        "api.openapi_hooks.close_request_bodies",
+        "api.openapi_hooks.document_headers",
     ],
     # The docs pages load their scripts from our static files, not a CDN (issue 15).
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -389,7 +392,7 @@ def _email_settings(url: str) -> dict[str, object]:
         "console": "django.core.mail.backends.console.EmailBackend",
         "locmem": "django.core.mail.backends.locmem.EmailBackend",
         "dummy": "django.core.mail.backends.dummy.EmailBackend",
-        "file": "config.mail.EmlFileBackend",
+        "file": "operations.mail.EmlFileBackend",
     }
     if parts.scheme not in backends:
         raise ImproperlyConfigured(f"EMAIL_URL scheme {parts.scheme!r} is not supported")
@@ -473,7 +476,7 @@ def _daily_at(name: str, value: str) -> crontab:
     """A daily task at a time of day (HH:MM in MEMGOV_SCHEDULE_TIME_ZONE), not 24 h after
     beat started: a beat restarted more often than daily never reached an interval's end
     (issue 47). A time missed while beat was down is run once when it returns
-    (config/beat.py keeps the last run across restarts)."""
+    (operations/beat.py keeps the last run across restarts)."""
     hour, _, minute = value.partition(":")
     if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
         raise ImproperlyConfigured(f"{name} must be a time of day as HH:MM, not {value!r}")
@@ -512,9 +515,9 @@ if env_bool("MEMGOV_SEMANTIC", default=True):
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # With Redis, beat keeps each task's last run in the broker's Redis and sends only while
 # it holds a lease there, so a restart keeps the schedule and a second beat stands by
-# (config/beat.py); the file above serves the filesystem broker of `make run`.
+# (operations/beat.py); the file above serves the filesystem broker of `make run`.
 if not CELERY_BROKER_URL.startswith("filesystem://"):
-    CELERY_BEAT_SCHEDULER = "config.beat:RedisScheduler"
+    CELERY_BEAT_SCHEDULER = "operations.beat:RedisScheduler"
 MEMGOV_BEAT_LEASE_SECONDS = env_int("MEMGOV_BEAT_LEASE_SECONDS", 30)
 
 # --- Semantic retrieval (docs/operations.md, Semantic retrieval) -----------------------
@@ -538,15 +541,15 @@ _SITE_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(SITE_URL))
 CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([_SITE_ORIGIN, *env_list("CSRF_TRUSTED_ORIGINS", [])]))
 # /metrics (Prometheus) answers only "Authorization: Bearer <token>"; unset, it is a 404.
 MEMGOV_METRICS_TOKEN = env_str("MEMGOV_METRICS_TOKEN")
-# /readyz answers within this many seconds whatever a dependency does (config.health).
+# /readyz answers within this many seconds whatever a dependency does (operations.health).
 MEMGOV_READY_TIMEOUT_SECONDS = float(env_str("MEMGOV_READY_TIMEOUT_SECONDS", "2"))
-# A Celery worker's own metrics port (0: none); see config.metrics.serve_worker_metrics.
+# A Celery worker's own metrics port (0: none); see operations.metrics.serve_worker_metrics.
 MEMGOV_WORKER_METRICS_PORT = env_int("MEMGOV_WORKER_METRICS_PORT", 0)
 # The address it listens on: every interface in a pod (Prometheus scrapes the pod's IP),
 # loopback under make prod (the Makefile sets it), so it is never public on a host.
 MEMGOV_WORKER_METRICS_HOST = env_str("MEMGOV_WORKER_METRICS_HOST", "0.0.0.0")  # noqa: S104
 # One JSON object per line (MEMGOV_LOG_FORMAT=json, as the image sets) or plain text,
-# with the request id on every line (config/logs.py).
+# with the request id on every line (operations/logs.py).
 LOG_JSON = env_str("MEMGOV_LOG_FORMAT", "plain") == "json"
 LOGGING = logging_config(json_lines=LOG_JSON, level=env_str("LOG_LEVEL", "INFO"))
-LOGGING_CONFIG = "config.logs.configure"  # Python's warnings through it too
+LOGGING_CONFIG = "operations.logs.configure"  # Python's warnings through it too

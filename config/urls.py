@@ -8,9 +8,9 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-import config.health as health
-import config.problems as problems
-import config.security as security
+import agent_interface.problems as problems
+import operations.health as health
+from accounts import sign_in
 
 urlpatterns = [
     # First: agents' calls are most of the traffic, and Django tries patterns in order.
@@ -19,7 +19,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Both docs pages load their bundles from static files (drf-spectacular-sidecar), so
-    # they render without internet; neither has an inline script (config/security.py).
+    # they render without internet; neither has an inline script (gateway/security.py).
     path(
         "api/docs/",
         SpectacularSwaggerSplitView.as_view(
@@ -38,15 +38,15 @@ urlpatterns = [
     # whatever the method (the view is CSRF-exempt); ``/api`` itself too, not a redirect.
     re_path(r"^api(?:/|$)", problems.api_not_found),
     path("admin/", admin.site.urls),
-    path("accounts/login/", security.ThrottledLoginView.as_view(), name="login"),
+    path("accounts/login/", sign_in.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("dashboard.urls")),
 ]
 
-# The admin's sign-in page says why a locked sign-in is refused (config/security.py).
-admin.site.login_form = security.ThrottledAdminAuthenticationForm
+# The admin's sign-in page says why a locked sign-in is refused (accounts/sign_in.py).
+admin.site.login_form = sign_in.ThrottledAdminAuthenticationForm
 
-handler400 = "config.problems.bad_request"
-handler403 = "config.problems.permission_denied"
-handler404 = "config.problems.page_not_found"
-handler500 = "config.problems.server_error"
+handler400 = "agent_interface.problems.bad_request"
+handler403 = "agent_interface.problems.permission_denied"
+handler404 = "agent_interface.problems.page_not_found"
+handler500 = "agent_interface.problems.server_error"

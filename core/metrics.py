@@ -2,7 +2,7 @@
 
 Only the counters, histograms and gauges, the helpers that label them, and the table of
 gauges read from the database at scrape time. Serving them (``/metrics``, a worker's
-port) lives in config.metrics, which imports this module and no app's models: each app
+port) lives in operations.metrics, which imports this module and no app's models: each app
 registers the readers of its own tables in ``AppConfig.ready`` (decision 0001), so
 recording a resolve or a webhook attempt imports nothing above core (issue 48)."""
 
@@ -91,7 +91,7 @@ def webhook_attempted(delivered: bool) -> None:
 
 # Gauges of a state kept in the database (reviews waiting, the outbox and webhook
 # backlogs), by reader name: each app registers its own in AppConfig.ready; a scrape
-# calls them all, and a database outage leaves them all out (config.metrics).
+# calls them all, and a database outage leaves them all out (operations.metrics).
 ScrapeReader = Callable[[], Iterable[GaugeMetricFamily]]
 SCRAPE_READERS: dict[str, ScrapeReader] = {}
 

@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
+from agent_interface.catalog import field_defined
 from approvals.emails import kind_name
-from contract.catalog import field_defined
 from core.authority import may_manage_fields, require_manage_fields
 from core.errors import DomainError
 from core.kinds import MemoryKind

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from accounts.keys import agent_keys_by_labels
 from approvals.checking import impact_now_seen_by
 from approvals.checks import ContextImpact
 from approvals.explain import is_tie, why_failed
 from core.authority import labels_visible, version_visible
 from core.principals import Principal
-from memory.keys import agent_keys_by_labels
 from memory.models import MemoryVersion, Source, Status
 from memory.resolver import Candidate
 

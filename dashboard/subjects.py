@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from contract.answers import resolved
+from agent_interface.answers import resolved
 from core.authority import may_erase, may_export
 from core.principals import Principal
 from dashboard.access import dashboard_view, page_context

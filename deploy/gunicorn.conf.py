@@ -18,7 +18,7 @@ workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2
 # wait in the worker's queue. config.wsgi serves Django and the MCP server at /mcp.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 threads = int(os.environ.setdefault("MEMGOV_WEB_THREADS", "8"))  # settings read it too
-# One tenant may hold every thread but one (config/tenant_share.py); 0: no cap.
+# One tenant may hold every thread but one (gateway/tenant_share.py); 0: no cap.
 os.environ.setdefault("MEMGOV_TENANT_MAX_IN_FLIGHT", str(max(1, threads - 1)))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 # A request's statement is cancelled after this (a quick 503, config/settings.py), so a
@@ -40,15 +40,15 @@ keepalive = 5
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "1000000"))
 max_requests_jitter = int(os.environ.get("GUNICORN_MAX_REQUESTS_JITTER", str(max_requests // 10)))
 
-# Memgov logs one JSON line per request itself (config.logs); gunicorn's access log would
+# Memgov logs one JSON line per request itself (operations.logs); gunicorn's access log would
 # be a second, unstructured line. GUNICORN_ACCESS_LOG=- brings it back.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
 errorlog = "-"
 # MEMGOV_LOG_FORMAT=json: gunicorn's own lines (and its access log, when asked for) are
-# JSON lines too, not plain text among the application's (config/logs.py). A logging
+# JSON lines too, not plain text among the application's (operations/logs.py). A logging
 # dict makes gunicorn write access lines even without accesslog: they are dropped then.
 if os.environ.get("MEMGOV_LOG_FORMAT") == "json":
-    from config.logs import gunicorn_logging_config
+    from operations.logs import gunicorn_logging_config
 
     logconfig_dict = gunicorn_logging_config(level=os.environ.get("LOG_LEVEL", "INFO"))
     if accesslog is None:
@@ -66,7 +66,7 @@ if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     )
 METRICS_DIR = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 # Probes (/healthz, /readyz) on their own port, answered by a thread of each worker that
-# never waits behind requests (config/probes.py); on the bind address's host. 0: none.
+# never waits behind requests (operations/probes.py); on the bind address's host. 0: none.
 probe_port = int(os.environ.get("MEMGOV_PROBE_PORT", "8001"))
 
 
@@ -78,14 +78,14 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Each worker answers probes from its own thread (config/probes.py). A web worker on
+    """Each worker answers probes from its own thread (operations/probes.py). A web worker on
     other Redis databases than the deployment's other processes would serve answers they
     invalidated: it stops here, and gunicorn with it. The embedding model loads in the
     background, so the first search does not wait for it."""
-    from config.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
     from core.deployment import check_redis_databases  # noqa: PLC0415
     from core.metrics import WEB_THREADS  # noqa: PLC0415
     from memory.embeddings import warm_up  # noqa: PLC0415
+    from operations.probes import serve_probes  # noqa: PLC0415 - the app is loaded now
 
     if probe_port:
         serve_probes(_probe_host(str(worker.cfg.bind[0])), probe_port)

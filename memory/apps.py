@@ -53,3 +53,9 @@ class MemoryConfig(AppConfig):
         connection_created.connect(_fold_on_sqlite, dispatch_uid="memory.fold")
         post_migrate.connect(_keep_vector_store, sender=self, dispatch_uid="memory.vectors")
         connection_created.connect(_vectors_on_sqlite, dispatch_uid="memory.sqlite_vec")
+        # A new tenant starts with its first policy (accounts cannot import us). Imported
+        # here: both modules use models, which are loaded only now.
+        from accounts.tenancy import tenant_starter  # noqa: PLC0415
+        from memory.policy import policy_first  # noqa: PLC0415
+
+        tenant_starter(policy_first)

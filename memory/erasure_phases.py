@@ -52,9 +52,10 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from core import redis_client
 from core.kinds import OutboxKind
 from core.models import IdempotencyRecord, Outbox
-from memory import cache, erasure_copies, generations, semantic
+from memory import erasure_copies, generations, semantic
 from memory.models import (
     Clarification,
     Entity,
@@ -452,7 +453,7 @@ def _delete_cache_entries(erasure: Erasure) -> bool:
     before commit is not counted (it is gone either way)."""
     if not settings.CACHE_URL:
         return False
-    client = cache.redis_client()
+    client = redis_client.redis_client()
     referencing = MemoryVersion.objects.filter(
         pk__in=references_to(erasure.tenant_id, erasure.subject).values("version_id")
     ).values_list("subject_id", flat=True)

@@ -40,10 +40,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core import metrics
+from core import metrics, redis_client
 from core.errors import CacheUnavailable
-from memory import cache
-from memory.cache import REDIS_DOWN, redis_failed, run_script
+from core.redis_client import REDIS_DOWN, redis_failed, run_script
 
 logger = logging.getLogger(__name__)
 
@@ -253,7 +252,7 @@ class Entry:
     held: bool
 
 
-def read_call(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> cache.ScriptCall:
+def read_call(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> redis_client.ScriptCall:
     """The read script's call for the entry of ``shape`` about the subject."""
     canonical = orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)
     digest = hashlib.sha256(canonical).hexdigest()[:32]
@@ -272,20 +271,10 @@ def read_entry(tenant_id: int, subject_id: str, shape: Mapping[str, Any]) -> Ent
     return entry_read(run_script(*read_call(tenant_id, subject_id, shape)))
 
 
-@dataclass(frozen=True)
-class Prefetch:
-    """A read of the cache sent early in one round trip with another script (the
-    throttle's, ``memory.throttle.admit``): its call, and what Redis answered to it (an
-    exception when Redis failed). ``get_or_compute`` uses it for the same call only."""
-
-    call: cache.ScriptCall
-    result: Any
-
-
 def may_prefetch() -> bool:
     """Whether a read may be sent ahead now: the cache is on and Redis trusted, and no
     generation move of this process is pending (those go first, ``_move_pending``)."""
-    return cache.enabled() and cache.redis_usable() and not _pending
+    return redis_client.enabled() and redis_client.redis_usable() and not _pending
 
 
 # What a computation hands the cache: the answer, and when it stops being true (or None).
@@ -298,16 +287,16 @@ def get_or_compute(
     subject_id: str,
     shape: Mapping[str, Any],
     compute: Callable[[], Computed],
-    prefetched: Prefetch | None = None,
+    prefetched: redis_client.Prefetch | None = None,
 ) -> dict[str, Any] | bytes:
     """The cached answer about one subject for ``shape`` as it was stored (JSON), or
     ``compute()``'s body, stored until its end of truth. When Redis fails (or failed
     moments ago) the answer is computed, correct and slower."""
-    if not cache.enabled():
+    if not redis_client.enabled():
         metrics.resolve_cache_outcome("disabled")
         return compute()[0]
-    if not cache.redis_usable():
-        cache.stats["bypassed"] += 1
+    if not redis_client.redis_usable():
+        redis_client.stats["bypassed"] += 1
         metrics.resolve_cache_outcome("bypassed")
         return compute()[0]
     try:
@@ -317,21 +306,24 @@ def get_or_compute(
         metrics.resolve_cache_outcome("error")
         return compute()[0]
     if entry.stored is not None:
-        cache.stats["hits"] += 1
+        redis_client.stats["hits"] += 1
         metrics.resolve_cache_outcome("hit")
         return entry.stored
-    cache.stats["misses"] += 1
+    redis_client.stats["misses"] += 1
     metrics.resolve_cache_outcome("miss")
     body, next_change = compute()
     if entry.held:
-        cache.stats["held"] += 1
+        redis_client.stats["held"] += 1
     else:
         _store(entry.key, body, next_change)
     return body
 
 
 def _prefetched_or_read(
-    tenant_id: int, subject_id: str, shape: Mapping[str, Any], prefetched: Prefetch | None
+    tenant_id: int,
+    subject_id: str,
+    shape: Mapping[str, Any],
+    prefetched: redis_client.Prefetch | None,
 ) -> Entry:
     """The entry the prefetch read when it was for this very call, else a read now."""
     if prefetched is not None:
@@ -362,11 +354,11 @@ def _store(key: str, body: dict[str, Any], next_change: datetime | None) -> None
     except orjson.JSONEncodeError:
         # An integer beyond 64 bits: orjson would read it back as a float. Such an answer
         # is served uncached rather than rounded.
-        cache.stats["uncacheable"] += 1
+        redis_client.stats["uncacheable"] += 1
         return
     try:
         # An absolute end (PXAT, whole milliseconds rounded down): the entry is gone at the
         # boundary however long this write took to reach Redis.
-        cache.redis_client().set(key, payload, pxat=int(until.timestamp() * 1000))
+        redis_client.redis_client().set(key, payload, pxat=int(until.timestamp() * 1000))
     except REDIS_DOWN:
         redis_failed("write")

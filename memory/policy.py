@@ -64,3 +64,17 @@ def policy_record(*, principal: Principal, precedence: Mapping[str, Any], reason
     )
     generations.invalidate_policy_on_commit(principal.tenant.pk)
     return policy
+
+
+def policy_first(tenant: Tenant, actor: str) -> dict[str, Any]:
+    """A new tenant's first policy, the resolver's default precedence, in the transaction
+    that creates the tenant (registered with ``accounts.tenancy.tenant_starter``)."""
+    policy = Policy.objects.create(
+        tenant=tenant,
+        version=1,
+        precedence=ResolverPolicy(version="1").to_precedence(),
+        reason="initial policy",
+        published_by=actor,
+        published_at=timezone.now(),
+    )
+    return {"policy_version": policy.version}

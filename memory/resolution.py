@@ -15,10 +15,10 @@ import orjson
 from django.db import transaction
 from django.utils import timezone
 
-from core import metrics
+from core import metrics, redis_client
 from core.principals import Principal
 from core.times import iso, iso_instant
-from memory import cache, generations, resolver
+from memory import generations, resolver
 from memory.candidates import (
     Authorities,
     CandidateRequest,
@@ -247,9 +247,11 @@ def _dated(found: dict[str, Any] | bytes, now: datetime) -> Answer:
     return instants + found[1:]
 
 
-def cache_read_call(principal: Principal, request: ResolveRequest) -> cache.ScriptCall | None:
+def cache_read_call(
+    principal: Principal, request: ResolveRequest
+) -> redis_client.ScriptCall | None:
     """The cache read this resolve will make, to be sent ahead with the throttle's script
-    (``memory.throttle.admit_with``), or None when it will make none or must read itself."""
+    (``accounts.throttle.admit_with``), or None when it will make none or must read itself."""
     if request.valid_at is not None or request.known_at is not None:
         return None
     if not generations.may_prefetch():
@@ -262,7 +264,7 @@ def _cached_answer(
     principal: Principal,
     request: ResolveRequest,
     now: datetime,
-    prefetched: generations.Prefetch | None = None,
+    prefetched: redis_client.Prefetch | None = None,
 ) -> Answer:
     """Only answers for "now" are cached; a hit is restamped with this instant."""
     if request.valid_at is not None or request.known_at is not None:
@@ -291,7 +293,7 @@ def cached_resolution(
 def resolve_answer(
     principal: Principal,
     request: ResolveRequest,
-    prefetched: generations.Prefetch | None = None,
+    prefetched: redis_client.Prefetch | None = None,
 ) -> Answer:
     """The answer, and with a ``task_id`` its retrieval record (which needs the body)."""
     now = timezone.now()

@@ -214,11 +214,9 @@ def _countable(terms: search_terms.Terms) -> frozenset[int]:
 
 
 def _followed(mentions: dict[str, Mention], terms: search_terms.Terms) -> dict[str, Mention]:
-    """The entities whose facts are read: those naming a countable group and not named
-    in part where another is named more ("Customer 123", not every "Customer …"; "Dana
-    Kim", not Dana Whitfield), the best ``FOLLOW`` (most groups, then score)."""
-    countable = _countable(terms)
-    naming = [m for m in mentions.values() if m.covers & countable]
+    """The entities whose facts are read: those naming a countable group, none named in
+    part where another is named more ("Dana Kim", not Dana Whitfield), the best ``FOLLOW``."""
+    naming = [m for m in mentions.values() if m.covers & _countable(terms)]
     ranked = sorted(
         (m for m in naming if not any(m.covers < other.covers for other in naming)),
         key=lambda m: (-len(m.covers), -m.candidate.score, m.candidate.id),

@@ -36,7 +36,7 @@ READY_DIR = VAR / "run"  # a Celery worker of make run touches <name>.ready here
 STARTUP_SECONDS = 180
 
 # The first line of a log record, in the formats the processes write: Django's plain and
-# JSON lines (config/logs.py), gunicorn's and Celery's "[date ...]", an access-log line, a
+# JSON lines (operations/logs.py), gunicorn's and Celery's "[date ...]", an access-log line, a
 # Python warning. Other lines (a traceback's, Celery's banner) continue the record above.
 _RECORD = re.compile(
     r"^(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\d{4}-\d\d-\d\d|\{\"|\S+ - \S+ \[|\S+\.py:\d+: \w+Warning)"

@@ -22,11 +22,12 @@ from django.dispatch import receiver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import tenancy
+from accounts.grants import permission_grant
 from config.celery import app as celery_app
 from core.models import Tenant
 from core.principals import Principal
-from memory import embeddings, tenancy
-from memory.grants import permission_grant
+from memory import embeddings
 
 RESTRICTED_LABELS = ["finance", "hr", "legal", "support", "x"]
 ALL_PERMISSIONS = [

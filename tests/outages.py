@@ -44,7 +44,7 @@ def database_at(port: int) -> Iterator[None]:
 
 
 def cache_at(settings: Any, url: str) -> None:
-    """The cache's Redis (``memory.cache.redis_client`` follows ``CACHES``) at ``url``."""
+    """The cache's Redis (``core.redis_client.redis_client`` follows ``CACHES``) at ``url``."""
     settings.CACHE_URL = url
     settings.CACHES = {
         "default": {

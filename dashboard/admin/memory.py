@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
+from accounts import people
 from approvals import services as review
 from core.errors import Conflict
 from core.models import ApiKey, IdempotencyRecord, Membership, ScopeValue, Tenant
@@ -23,7 +24,6 @@ from dashboard.admin.approvals import (
     run_service,
     with_reason,
 )
-from memory import people
 from memory.models import (
     Alias,
     Clarification,

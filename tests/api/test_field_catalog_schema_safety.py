@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.grants import permission_grant
 from memory import value_schemas
-from memory.grants import permission_grant
 from memory.models import FieldDefinition, MemoryVersion
 from tests.api.support import assert_problem, create_entity, record_source, task_fact_body
 from tests.conftest import World

@@ -9,8 +9,8 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import tenancy
 from core.models import IdempotencyRecord
-from memory import tenancy
 from memory.models import Source
 
 SOURCE = {"kind": "message", "content": "Deliver to 12 Elm Street."}

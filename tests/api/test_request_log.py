@@ -8,7 +8,7 @@ import logging
 import pytest
 from django.test import Client
 
-from config.logs import ServerErrorsOnly
+from operations.logs import ServerErrorsOnly
 
 
 def test_a_404_is_logged_once(db, caplog: pytest.LogCaptureFixture):

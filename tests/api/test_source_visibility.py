@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from accounts import tenancy
+from accounts.people import membership_relabel
 from audit.models import AuditEvent
-from memory import entities, sources, tenancy
-from memory.people import membership_relabel
+from memory import entities, sources
 from tests.conftest import World
 
 API = "/api/v1"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory import tenancy
+from accounts import tenancy
 from memory.models import MemoryVersion, Source
 from tests.api.support import Written, assert_problem, create_entity, record_source, rule_body
 from tests.conftest import iso, later

@@ -13,8 +13,8 @@ from django.test import override_settings
 from django.urls import resolve
 from rest_framework import serializers
 
-from contract.serializers import StrictInput
-from memory.grants import permission_grant
+from accounts.grants import permission_grant
+from agent_interface.serializers import StrictInput
 from memory.models import MemoryVersion
 from tests.api.support import (
     Written,
@@ -355,7 +355,9 @@ def _input_shapes() -> list[type]:
         shape = todo.pop()
         todo.extend(shape.__subclasses__())
         module = shape.__module__
-        if module.startswith(("api.", "agent_mcp.", "contract.")) and module != ("api.openapi"):
+        if module.startswith(("api.", "agent_mcp.", "agent_interface.")) and module != (
+            "api.openapi"
+        ):
             shapes.append(shape)
     return shapes
 

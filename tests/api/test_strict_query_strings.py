@@ -20,10 +20,10 @@ import anyio
 import pytest
 from django.test import Client
 
+from accounts.grants import permission_grant
 from agent_mcp.http import McpHttpApp
 from core.cursors import CursorCodec
 from core.errors import InvalidContent
-from memory.grants import permission_grant
 from tests.api.support import (
     PROBLEM,
     Written,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory import tenancy
+from accounts import tenancy
 from tests.api.support import Written, assert_problem, create_entity, record_source
 from tests.conftest import iso, later
 

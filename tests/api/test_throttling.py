@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.cache import cache
 from rest_framework.settings import api_settings
 
-from contract.auth import PrincipalRateThrottle
+from agent_interface.auth import PrincipalRateThrottle
 from core.models import ApiKey
 from tests.api.support import Written, assert_problem
 

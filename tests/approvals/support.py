@@ -16,8 +16,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from memory import tenancy
-from memory.grants import permission_grant
+from accounts import tenancy
+from accounts.grants import permission_grant
 from memory.models import MemoryVersion
 from tests.conftest import World, iso, later
 

@@ -232,7 +232,7 @@ def test_relative_times_read_naturally(seconds: int, said: str):
 def test_make_runs_mail_folder_gets_one_eml_file_per_message(flow: Flow, settings, tmp_path):
     """``EMAIL_URL=file:///…`` (what ``make run`` sets): each message is a file a mail
     client opens, none mixed into a log."""
-    settings.EMAIL_BACKEND = "config.mail.EmlFileBackend"
+    settings.EMAIL_BACKEND = "operations.mail.EmlFileBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path)
 
     memory = flow.rule(P9)

@@ -13,11 +13,11 @@ from django.contrib.auth.models import Group, User
 from django.core import mail
 from django.test import Client
 
+from accounts.grants import permission_grant
 from audit.models import AuditEvent
 from core.authority import Authority, reviewers_for
 from core.principals import principal_for_user
 from dashboard.queue import review_queue
-from memory.grants import permission_grant
 from memory.models import MemoryVersion, Status
 from tests.approvals.support import Flow, head, person
 

@@ -15,10 +15,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import people
 from approvals.models import Approval
 from audit.models import AuditEvent
 from core.models import ApiKey
-from memory import people
 from tests.api.support import assert_problem
 from tests.approvals.support import Flow, head
 

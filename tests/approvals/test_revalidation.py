@@ -11,15 +11,15 @@ import pytest
 from django.core import mail
 from kombu.exceptions import OperationalError
 
+from accounts.tenancy import tenant_update_settings
 from approvals import checking, revalidation
 from approvals.models import CheckResult, Revalidation
 from audit.models import AuditEvent
 from config.celery import app as celery_app
-from core import outbox
+from core import outbox, redis_client
 from core.models import Outbox
-from memory import cache, generations
+from memory import generations
 from memory.models import Policy
-from memory.tenancy import tenant_update_settings
 from tests.approvals.support import Flow, person
 from tests.conftest import needs
 
@@ -159,7 +159,7 @@ def test_suspension_releases_the_subjects_cache_generation_after_its_commit(flow
     flow.active_rule(P9, value="check every delivery")
     flow.approve(verified, "rita", "lena")
     subject_key = generations.subject_generation_key(flow.world.tenant.pk, flow.subject())
-    redis = cache.redis_client()
+    redis = redis_client.redis_client()
     before = int(redis.get(subject_key) or 0)
 
     flow.post("rita", "/policy", {"precedence": NO_VERIFICATION, "reason": "tie"})

@@ -19,7 +19,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from config.celery import app as celery_app
-from config.celery import prepare_embedded_broker
+from operations.queues import prepare_embedded_broker
 from tests.dashboard.support import Demo, load_demo
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from memory import tenancy
+from accounts import tenancy
 from tests.browser.conftest import Site, screenshot
 
 pytestmark = pytest.mark.browser

@@ -14,8 +14,8 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
+from accounts import tenancy
 from approvals.services import version_approve
-from memory import tenancy
 from memory.models import Status
 from tests.browser.conftest import WAIT_MS, Site, screenshot
 from tests.browser.test_accessibility import AXE, RUN_AXE

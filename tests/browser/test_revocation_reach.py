@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from accounts import tenancy
 from core.principals import Principal
-from memory import proposals, tenancy
+from memory import proposals
 from memory.models import MemoryVersion
 from tests.browser.conftest import Site, screenshot
 from tests.conftest import later

@@ -24,7 +24,8 @@ import pytest
 import redis
 from django.db import connection
 
-from memory import cache, generations
+from core import redis_client
+from memory import generations
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DB, BROKER_DB = 1, 2
@@ -121,7 +122,7 @@ def private_redis(
     # New settings: no cooldown of another server applies. What another test left pending
     # (a generation move that failed) moves on now, on this server.
     generations.bump(())
-    monkeypatch.setattr(cache, "stats", Counter())
+    monkeypatch.setattr(redis_client, "stats", Counter())
     return redis_server
 
 

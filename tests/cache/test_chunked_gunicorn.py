@@ -1,7 +1,7 @@
 """Issue 11, point 5, end to end: gunicorn de-chunks a request without Content-Length, and
 the input boundary reads it under the same 256 KiB limit instead of seeing no body, on the
-web role as deployed: for Django (``config.boundary.InputBoundaryMiddleware``) and for the
-MCP server at ``/mcp`` (``config.boundary.WsgiBodyBoundary``)."""
+web role as deployed: for Django (``gateway.boundary.InputBoundaryMiddleware``) and for the
+MCP server at ``/mcp`` (``gateway.boundary.WsgiBodyBoundary``)."""
 
 from __future__ import annotations
 

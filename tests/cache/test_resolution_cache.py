@@ -14,9 +14,10 @@ import pytest
 from django.utils import timezone
 
 from approvals.services import memory_retire, source_visibility_change, version_reject
+from core import redis_client
 from core.errors import CacheUnavailable
 from core.principals import Principal
-from memory import cache, generations, policy, proposals
+from memory import generations, policy, proposals
 from memory.models import MemoryItem, MemoryVersion, Source, Status
 from memory.resolution import resolve_for
 from tests.cache.builders import (
@@ -54,14 +55,14 @@ def test_a_repeated_resolve_is_answered_from_redis_without_sql(
     assert second.status_code == 200
     assert addresses(second.json()) == addresses(first.json()) == ["12 Elm Street"]
     assert second.json()["policy_version"] == "1"
-    assert (cache.stats["misses"], cache.stats["hits"]) == (1, 1)
+    assert (redis_client.stats["misses"], redis_client.stats["hits"]) == (1, 1)
     assert len(private_redis.entries(subject)) == 1
 
 
 def test_an_answer_from_the_cache_is_sent_as_stored_and_says_what_the_fresh_one_said(
     private_redis, world, django_capture_on_commit_callbacks
 ):
-    """The stored JSON goes out as it is (contract.renderers), with this request's
+    """The stored JSON goes out as it is (agent_interface.renderers), with this request's
     instants; an idempotent retry of it replays the same answer."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
@@ -77,7 +78,7 @@ def test_an_answer_from_the_cache_is_sent_as_stored_and_says_what_the_fresh_one_
         "/api/v1/resolve", {"subject": subject}, format="json", HTTP_IDEMPOTENCY_KEY="once"
     )
 
-    assert cache.stats["hits"] == 1
+    assert redis_client.stats["hits"] == 1
     assert cached["Content-Type"] == "application/json"
     instants = ("valid_at", "known_at")
     body = {k: v for k, v in cached.json().items() if k not in instants}
@@ -102,7 +103,7 @@ def test_a_value_beyond_64_bits_is_answered_exactly_and_left_uncached(
     answers = [agent.post("/api/v1/resolve", {"subject": subject}, format="json") for _ in "12"]
 
     assert [json.loads(a.content)["facts"][0]["value"] for a in answers] == [huge, huge]
-    assert cache.stats["uncacheable"] == 2 and cache.stats["hits"] == 0
+    assert redis_client.stats["uncacheable"] == 2 and redis_client.stats["hits"] == 0
     assert private_redis.entries(subject) == []
 
 
@@ -123,7 +124,7 @@ def test_retiring_dana_s_address_removes_it_from_the_next_answer(
         )
 
     assert addresses(resolve_for(agent, now_request(subject))) == []
-    assert cache.stats["hits"] == 0
+    assert redis_client.stats["hits"] == 0
 
 
 def test_a_pending_correction_shows_in_answers_cached_before_it_and_goes_when_rejected(
@@ -191,7 +192,7 @@ def test_an_answer_cached_for_finance_is_not_served_to_staff(
     answer = resolve_for(staff, now_request(subject))
 
     assert addresses(answer) == []
-    assert (cache.stats["misses"], cache.stats["hits"]) == (2, 1)
+    assert (redis_client.stats["misses"], redis_client.stats["hits"]) == (2, 1)
 
 
 def test_answers_about_another_time_are_never_cached(
@@ -208,7 +209,7 @@ def test_answers_about_another_time_are_never_cached(
 
     assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 4
     assert private_redis.entries(subject) == []
-    assert cache.stats["hits"] + cache.stats["misses"] == 0
+    assert redis_client.stats["hits"] + redis_client.stats["misses"] == 0
 
 
 def test_an_entry_lives_no_longer_than_the_first_expiry_in_it(
@@ -247,7 +248,7 @@ def test_an_entry_written_before_redis_was_emptied_is_never_read(
     answer = resolve_for(agent, now_request(subject))
 
     assert addresses(answer) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 0
+    assert redis_client.stats["hits"] == 0
 
 
 def _point_cache_at(settings, url: str) -> None:
@@ -269,13 +270,13 @@ def test_with_redis_unreachable_resolve_answers_from_the_database_and_warns_once
     _point_cache_at(settings, f"redis://127.0.0.1:{free_port()}/1")
     agent = world.principal("agent")
 
-    with caplog.at_level(logging.WARNING, logger="memory.cache"):
+    with caplog.at_level(logging.WARNING, logger="core.redis_client"):
         answers = [resolve_for(agent, now_request(subject)) for _ in range(3)]
 
     assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 3
-    assert cache.stats["read_failures"] == 1
-    assert cache.stats["bypassed"] == 2
-    assert [r.getMessage() for r in caplog.records if r.name == "memory.cache"] == [
+    assert redis_client.stats["read_failures"] == 1
+    assert redis_client.stats["bypassed"] == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "core.redis_client"] == [
         "Redis read failed (1 so far in this process); going on without it"
     ]
 
@@ -304,10 +305,10 @@ def test_a_retirement_while_redis_is_unreachable_is_refused_and_changes_nothing(
         memory_retire(principal=rita, item=item, reason="Dana moved")
     after = resolve_for(agent, now_request(subject))
 
-    assert cache.stats["hold_failures"] == 1
+    assert redis_client.stats["hold_failures"] == 1
     assert unchanged == Status.ACTIVE
     assert addresses(still) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 1  # the refused change left the cached answer standing
+    assert redis_client.stats["hits"] == 1  # the refused change left the cached answer standing
     assert addresses(after) == []
 
 
@@ -337,8 +338,8 @@ def test_a_change_whose_process_died_before_its_release_leaves_nothing_stale(
     after = [resolve_for(agent, now_request(subject)) for _ in "12"]
 
     assert [addresses(answer) for answer in held + after] == [[]] * 4
-    assert cache.stats["held"] == 2
-    assert (cache.stats["misses"], cache.stats["hits"]) == (4, 1)
+    assert redis_client.stats["held"] == 2
+    assert (redis_client.stats["misses"], redis_client.stats["hits"]) == (4, 1)
 
 
 def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
@@ -351,7 +352,7 @@ def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
     finance = Principal(tenant=world.tenant, name="agent:fin", labels=frozenset({"finance"}))
     assert addresses(resolve_for(staff, now_request(subject))) == ["12 Elm Street"]
     assert addresses(resolve_for(staff, now_request(subject))) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 1  # the answer is in Redis
+    assert redis_client.stats["hits"] == 1  # the answer is in Redis
 
     with django_capture_on_commit_callbacks(execute=True):
         source_visibility_change(
@@ -363,14 +364,14 @@ def test_labels_narrowed_on_a_source_end_a_cached_answer_for_staff(
 
     assert addresses(resolve_for(staff, now_request(subject))) == []
     assert addresses(resolve_for(finance, now_request(subject))) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 1  # both answered from the database after the bump
+    assert redis_client.stats["hits"] == 1  # both answered from the database after the bump
 
 
 def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a_cooldown(
     private_redis, redis_server, world, django_capture_on_commit_callbacks
 ):
     """A pooled connection the server closed since it last answered is replaced at once
-    (``cache.redis_client``'s retry), and the scripts the restart lost are loaded again."""
+    (``redis_client.redis_client``'s retry), and the scripts the restart lost are loaded again."""
     subject = dana(world)
     with django_capture_on_commit_callbacks(execute=True):
         propose_address(world, subject)
@@ -382,8 +383,8 @@ def test_a_redis_restart_between_two_resolves_is_met_with_a_new_connection_not_a
     answers = [resolve_for(agent, now_request(subject)) for _ in range(2)]
 
     assert [addresses(a) for a in answers] == [["12 Elm Street"]] * 2
-    assert cache.stats["read_failures"] == 0
-    assert (cache.stats["misses"], cache.stats["hits"]) == (2, 1)
+    assert redis_client.stats["read_failures"] == 0
+    assert (redis_client.stats["misses"], redis_client.stats["hits"]) == (2, 1)
 
 
 def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read(
@@ -413,7 +414,7 @@ def test_a_redis_that_stops_answering_times_out_and_its_late_reply_is_never_read
 
     assert 0.4 < waited < 2
     assert addresses(answer) == ["12 Elm Street"]  # from the database
-    assert cache.stats["read_failures"] == 1
+    assert redis_client.stats["read_failures"] == 1
     settings.MEMGOV_REDIS_COOLDOWN_SECONDS = 0  # the cooldown is over
     assert addresses(resolve_for(agent, now_request(lee_id))) == ["7 Oak Lane"]
-    assert cache.stats["hits"] == 1
+    assert redis_client.stats["hits"] == 1

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import redis.connection
 
-from contract.auth import PrincipalRateThrottle
-from memory import cache
+from agent_interface.auth import PrincipalRateThrottle
+from core import redis_client
 from tests.cache.builders import addresses, assert_active, dana, propose_address
 from tests.conftest import needs
 
@@ -57,7 +57,7 @@ def test_a_warm_resolve_is_one_round_trip_to_redis(private_redis, warm, monkeypa
 
     assert answers[0].status_code == 200
     assert addresses(answers[0].json()) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 1
+    assert redis_client.stats["hits"] == 1
     assert trips == 1
     commands = private_redis.client().info("commandstats")
     assert "cmdstat_script|exists" not in commands
@@ -85,7 +85,7 @@ def test_scripts_redis_lost_are_loaded_again_and_the_request_counted(private_red
 
     assert response.status_code == 200
     assert addresses(response.json()) == ["12 Elm Street"]
-    assert cache.stats["hits"] == 1
+    assert redis_client.stats["hits"] == 1
     counted = [
         int(private_redis.client().get(name) or 0)
         for name in private_redis.client().keys("throttle_principal_*")

@@ -1,7 +1,7 @@
 """Issue 11, point 7: fail-closed invalidation. A healthy node that had an answer cached
 must never serve it after a change that ended it has returned. A retirement asked of a
 web node whose Redis is unreachable could not end the cached answers, so it is refused
-(503, nothing changed: memory.cache holds the generations before a change commits); the
+(503, nothing changed: memory.generations holds the generations before a change commits); the
 same retirement through a healthy node ends them at once."""
 
 from __future__ import annotations

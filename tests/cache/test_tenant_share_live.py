@@ -1,6 +1,6 @@
 """Issue 33, point 13: one tenant flooding the production web role (gunicorn's gthread
 workers on ``config.wsgi``) does not starve another tenant: the flood beyond its share of
-the request threads gets quick 429 problems (``config.tenant_share``), so the thread it
+the request threads gets quick 429 problems (``gateway.tenant_share``), so the thread it
 cannot take keeps answering the other tenant.
 
 One worker with two request threads and a cap of one request in flight per tenant; 40

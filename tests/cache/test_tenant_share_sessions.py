@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.test import Client, RequestFactory
 
-from config.tenant_share import TenantShareMiddleware, tenant_of
+from gateway.tenant_share import TenantShareMiddleware, tenant_of
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,11 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from contract.auth import PrincipalRateThrottle
+from accounts import tenancy
+from agent_interface.auth import PrincipalRateThrottle
+from core import redis_client
 from core.models import ApiKey
 from core.principals import Principal
-from memory import cache, tenancy
 from tests.cache.builders import addresses, assert_active, dana, message, propose_address
 from tests.cache.conftest import free_port
 from tests.conftest import needs
@@ -83,7 +84,7 @@ def test_the_throttle_lets_requests_through_while_redis_is_unreachable(
     statuses = [agent.get("/api/v1/policy").status_code for _ in range(3)]
 
     assert statuses == [200, 200, 200]
-    assert cache.stats["throttle_failures"] == 1  # then a cooldown: Redis is not asked again
+    assert redis_client.stats["throttle_failures"] == 1  # then a cooldown: Redis is not asked again
 
 
 def test_an_agent_key_costs_one_query_and_is_refused_once_revoked(
@@ -322,4 +323,4 @@ def test_with_the_cache_off_resolve_is_served_while_redis_is_unreachable(
     ]
 
     assert statuses == [200, 200, 200]
-    assert cache.stats["throttle_failures"] == 1
+    assert redis_client.stats["throttle_failures"] == 1

@@ -22,7 +22,7 @@ THREADS = 4
 
 @pytest.fixture
 def web_server(redis_server: RedisServer, django_db_setup: Any) -> Iterator[Gunicorn]:
-    # One tenant fills every thread on purpose: its cap (config.tenant_share) is off.
+    # One tenant fills every thread on purpose: its cap (gateway.tenant_share) is off.
     server = Gunicorn(
         redis_server.url, MEMGOV_WEB_THREADS=str(THREADS), MEMGOV_TENANT_MAX_IN_FLIGHT="0"
     )

@@ -53,10 +53,11 @@ from mcp.client.streamable_http import streamable_http_client
 from rest_framework.test import APIClient
 
 import dashboard.urls
-from contract.auth import PrincipalRateThrottle
+from accounts import people, tenancy
+from accounts.grants import permission_grant
+from agent_interface.auth import PrincipalRateThrottle
 from core.models import TENANT_PERMISSIONS, ApiKey, Tenant
-from memory import events, people, tenancy
-from memory.grants import permission_grant
+from memory import events
 from memory.models import Embedding
 from tests.cache.conftest import database_url, free_port
 from tests.canary.support import (
@@ -83,11 +84,7 @@ from tests.conftest import iso, later, needs
 from webhooks.delivery import deliveries_due
 from webhooks.models import WebhookDelivery
 
-pytestmark = [
-    needs("postgres"),
-    needs("redis"),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(__file__).resolve().parents[2]
 API = "/api/v1"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from accounts.grants import permission_grant
 from memgov_client import Memgov
 from memgov_client import types as t
-from memory.grants import permission_grant
 from tests.client.test_async import _run
 from tests.conftest import iso, later
 

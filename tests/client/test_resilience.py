@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.core.cache import cache
 
-from contract.auth import PrincipalRateThrottle
+from agent_interface.auth import PrincipalRateThrottle
 from core.models import ApiKey, IdempotencyRecord
 from memgov_client import RetryPolicy, ServerError, StaleVersion, Throttled, TransportFailed
 from memory.models import Source

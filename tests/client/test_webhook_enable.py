@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
+from accounts.grants import permission_grant
 from memgov_client.errors import Conflict
-from memory.grants import permission_grant
 from webhooks.services import webhook_disable
 
 

@@ -15,10 +15,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
+from accounts import tenancy
+from accounts.grants import permission_grant
 from core.models import Tenant
 from core.principals import Principal, principal_for_user
-from memory import proposals, tenancy
-from memory.grants import permission_grant
+from memory import proposals
 from memory.models import MemoryItem, MemoryVersion
 
 DEMO_PASSWORD = "{}-demo-pass"

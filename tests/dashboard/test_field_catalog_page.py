@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.test import Client
 
+from accounts.grants import permission_grant
 from audit.models import AuditEvent
-from memory.grants import permission_grant
 from memory.models import FieldDefinition
 from tests.conftest import World
 

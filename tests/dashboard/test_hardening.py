@@ -14,7 +14,8 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from config.security import SELF_ONLY_POLICY, locked_message
+from accounts.sign_in import locked_message
+from gateway.security import SELF_ONLY_POLICY
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,11 +12,11 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.html import strip_tags
 
+from accounts import tenancy
 from approvals.checking import preview
 from approvals.services import version_approve
 from core.models import ApiKey
 from dashboard.impact import AgentView, Told, impact_views
-from memory import tenancy
 from memory.models import MemoryVersion
 from tests.dashboard.support import Demo
 

@@ -11,10 +11,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
+from accounts.grants import permission_grant
 from approvals.revalidation import revalidation_start
 from approvals.services import version_approve
 from memory.erasure import erasure_start
-from memory.grants import permission_grant
 from memory.models import Entity
 from memory.proposals import memory_correct, memory_propose
 from tests.conftest import later

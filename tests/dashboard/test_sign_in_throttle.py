@@ -14,7 +14,7 @@ from django.contrib.auth import authenticate
 from django.core.cache import cache
 from django.test import Client, RequestFactory
 
-from config.security import locked_message
+from accounts.sign_in import locked_message
 from tests.dashboard.support import DEMO_PASSWORD, Demo
 
 PROXY = "10.0.0.5"  # the ingress: every request reaches Django from it

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from contract.answers import resolved
+from agent_interface.answers import resolved
 from tests.dashboard.support import Demo
 
 

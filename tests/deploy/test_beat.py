@@ -20,7 +20,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from config.beat import LEASE_KEY, STATE_KEY
+from operations.beat import LEASE_KEY, STATE_KEY
 from tests.conftest import needs
 from tests.deploy.live import Relay, wait_for
 from tests.deploy.support import ROOT

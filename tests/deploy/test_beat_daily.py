@@ -2,7 +2,7 @@
 
 Before, ``apply-retention`` and the reminders were 24-hour intervals counted from each
 beat start until their first run, so a beat restarted every hour never sent them. Here the
-real scheduler (config.beat.RedisScheduler, its last runs in the test broker's Redis)
+real scheduler (operations.beat.RedisScheduler, its last runs in the test broker's Redis)
 runs on a controlled clock (the Celery app's ``now``), a new instance for every restart,
 and only the sending itself is recorded instead of published."""
 
@@ -18,8 +18,8 @@ import pytest
 import redis
 from django.conf import settings
 
-from config.beat import LEASE_KEY, STATE_KEY, RedisScheduler
 from config.celery import app as celery_app
+from operations.beat import LEASE_KEY, STATE_KEY, RedisScheduler
 from tests.conftest import needs
 from tests.deploy.support import ROOT
 

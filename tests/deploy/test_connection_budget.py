@@ -48,7 +48,7 @@ def _concurrency(command: list[str]) -> int:
 def connection_budget(rendered: list[dict[str, Any]]) -> dict[str, int]:
     """Most PostgreSQL connections each role can hold at once during a release: every
     web thread of the autoscaler's largest count plus the surge pods (and each gunicorn
-    worker's readiness check, config/health.py), every Celery pool process and its parent
+    worker's readiness check, operations/health.py), every Celery pool process and its parent
     in every pod and surge pod, beat and the migration Job, and what runs beside them."""
     deployments = by_kind(rendered, "Deployment")
     config = next(iter(by_kind(rendered, "ConfigMap").values()))["data"]

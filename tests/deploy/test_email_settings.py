@@ -67,7 +67,7 @@ def test_debug_without_email_url_writes_files_not_logs(tmp_path):
     started = _start(DEBUG="true", MEMGOV_VAR_DIR=str(tmp_path))
 
     assert started.returncode == 0, started.stderr
-    assert started.stdout.strip() == "config.mail.EmlFileBackend"
+    assert started.stdout.strip() == "operations.mail.EmlFileBackend"
 
 
 def test_a_configured_mail_server_starts():

@@ -202,5 +202,5 @@ def test_compose_workers_serve_their_pools_metrics_and_checks_leave_no_samples()
         assert service["environment"]["PROMETHEUS_MULTIPROC_DIR"] == "/tmp", name  # noqa: S108
         assert service["tmpfs"] == ["/tmp"], name  # noqa: S108 - fresh at each start
         check = service["healthcheck"]["test"][-1]
-        probe = "env -u PROMETHEUS_MULTIPROC_DIR python -m config.worker_probe"
+        probe = "env -u PROMETHEUS_MULTIPROC_DIR python -m operations.worker_probe"
         assert check.startswith(probe), name

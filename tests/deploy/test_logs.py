@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-import config.logs as logs
-import config.metrics as metrics
+import operations.logs as logs
+import operations.metrics as metrics
 from approvals import tasks
 from config.celery import app as celery_app
-from config.celery import prepare_embedded_broker
-from config.telemetry import REQUEST_ID_TASK_HEADER
+from operations.queues import prepare_embedded_broker
+from operations.telemetry import REQUEST_ID_TASK_HEADER
 from tests.deploy.test_proxy_settings import deployed_settings
 from tests.resolve.conftest import Story
 

@@ -23,12 +23,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import tasks
 from config.celery import app as celery_app
-from config.celery import prepare_embedded_broker
-from config.metrics import serve_worker_metrics
+from core import redis_client
 from core.metrics import SCRAPE_READERS, WEBHOOK_ATTEMPTS, webhook_attempted
 from core.models import Outbox
-from memory import cache
 from memory.models import MemoryVersion
+from operations.metrics import serve_worker_metrics
+from operations.queues import prepare_embedded_broker
 from tests.conftest import later, needs
 from tests.deploy.support import DEPLOY, ROOT, is_celery_worker, procfile, procfile_environment
 from tests.resolve.conftest import Story
@@ -117,7 +117,7 @@ def test_a_resolve_and_a_check_run_show_up_in_the_series(world, story, scraper):
     assert delta("memgov_resolve_duration_seconds_count") == 2
     route = {"route": "/api/v1/resolve", "method": "POST", "status": "200"}
     assert delta("memgov_http_request_duration_seconds_count", **route) == 2
-    if cache.enabled():  # with Redis: the first is computed, the second served from cache
+    if redis_client.enabled():  # with Redis: the first is computed, the second served from cache
         assert delta("memgov_resolve_cache_total", outcome="miss") == 1
         assert delta("memgov_resolve_cache_total", outcome="hit") == 1
     else:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from config.celery import app as celery_app
-from config.queues import WEBHOOK_QUEUE
+from operations.queues import WEBHOOK_QUEUE
 from tests.deploy.kustomize_lite import build
 from tests.deploy.support import DEPLOY, ROOT, dockerignored, load_yaml
 from tests.deploy.test_kubernetes import OVERLAY, by_kind, pod_specs
@@ -116,7 +116,7 @@ def test_beat_keeps_its_schedule_in_redis_and_its_liveness_reads_the_heartbeat(r
     dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
 
     assert "--schedule" not in beat["command"]
-    assert _beat_scheduler("redis://redis:6379/0") == "config.beat:RedisScheduler"
+    assert _beat_scheduler("redis://redis:6379/0") == "operations.beat:RedisScheduler"
     assert _beat_scheduler("filesystem://") == "celery.beat:PersistentScheduler"  # make run
     # The scheduler touches MEMGOV_VAR_DIR/beat-heartbeat; the image sets MEMGOV_VAR_DIR=/tmp.
     assert "MEMGOV_VAR_DIR=/tmp" in dockerfile
@@ -139,7 +139,7 @@ def _beat_scheduler(broker: str) -> str:
 def test_the_image_leaves_tests_and_benchmarks_out():
     assert dockerignored("tests/deploy/test_outages.py")
     assert dockerignored("bench/soak.py")
-    assert not dockerignored("config/probes.py")
+    assert not dockerignored("operations/probes.py")
 
 
 def test_compose_publishes_the_web_port_on_loopback_unless_told_otherwise():

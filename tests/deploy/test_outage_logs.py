@@ -1,4 +1,4 @@
-"""Issue 47, point 5: a database outage is a 503 per request (config.problems), and its log
+"""Issue 47, point 5: a database outage is a 503 per request (agent_interface.problems), and its log
 is a summary, not a traceback per request: one WARNING line per kind of error every few
 seconds, the next one saying how many were left out. Before, each 503 logged an ERROR with
 a 6.3 KB traceback (21 MB in 75 s at 100 requests a second)."""
@@ -22,8 +22,8 @@ from celery import current_app
 from django.db import connection
 from django.test import Client
 
-import config.logs as logs
-from config.health import check_dependencies
+import operations.logs as logs
+from operations.health import check_dependencies
 from tests.conftest import needs
 from tests.deploy.live import wait_for
 from tests.deploy.support import ROOT
@@ -110,7 +110,7 @@ def test_a_database_outage_logs_a_rate_limited_summary_and_no_traceback(
 
 @pytest.fixture
 def console_lines() -> Iterator[io.StringIO]:
-    """The production console handler's filters (config.logs.logging_config), on a stream."""
+    """The production console handler's filters (operations.logs.logging_config), on a stream."""
     configured = logs.logging_config(json_lines=True, level="INFO")["handlers"]["console"]
     assert configured["filters"] == ["request_id", "database_outage_summary"]
     stream = io.StringIO()

@@ -28,7 +28,7 @@ from tests.integration.test_workflow_worker import _test_database_url, worker_en
 pytestmark = [needs("postgres"), needs("redis"), pytest.mark.django_db(transaction=True)]
 
 # Celery's signal handler prints this straight to the terminal, outside logging; the
-# worker's JSON line "worker_stop" says it too (config/telemetry.py).
+# worker's JSON line "worker_stop" says it too (operations/telemetry.py).
 CELERY_SHUTDOWN_NOTICE = "worker: Warm shutdown (MainProcess)"
 
 

@@ -19,9 +19,9 @@ import redis
 from django.conf import settings
 from psycopg import sql
 
+from accounts import tenancy
 from audit.models import AuditEvent
 from core.models import Tenant
-from memory import tenancy
 from tests.conftest import World, needs
 from tests.deploy.support import ROOT
 from tests.integration.test_workflow_worker import _test_database_url

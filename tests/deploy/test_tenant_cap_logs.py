@@ -1,4 +1,4 @@
-"""Issue 47, point 8: a 429 of the tenant share (config.tenant_share), answered before the
+"""Issue 47, point 8: a 429 of the tenant share (gateway.tenant_share), answered before the
 URL is resolved, was logged under the route ``unmatched`` and without its tenant. The
 production web role, one worker with two threads and a cap of one request per tenant,
 under twenty requests at once from one agent: every request line, the refused ones

@@ -14,13 +14,13 @@ FORWARDED = {"HTTP_X_FORWARDED_FOR": "203.0.113.7", "REMOTE_ADDR": "10.0.0.5"}
 
 
 def _warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "config.security"]
+    return [r.getMessage() for r in caplog.records if r.name == "gateway.security"]
 
 
 def test_requests_through_an_untrusted_proxy_are_warned_about_once(client, settings, caplog):
     settings.TRUSTED_PROXIES = 0
 
-    with caplog.at_level(logging.WARNING, logger="config.security"):
+    with caplog.at_level(logging.WARNING, logger="gateway.security"):
         client.get("/accounts/login/", **FORWARDED)
         client.get("/accounts/login/", **FORWARDED)
         client.get("/accounts/login/", **FORWARDED)
@@ -31,7 +31,7 @@ def test_requests_through_an_untrusted_proxy_are_warned_about_once(client, setti
 
 
 def test_a_trusted_proxy_or_a_direct_client_is_not_warned_about(client, settings, caplog):
-    with caplog.at_level(logging.WARNING, logger="config.security"):
+    with caplog.at_level(logging.WARNING, logger="gateway.security"):
         settings.TRUSTED_PROXIES = 0
         client.get("/accounts/login/")  # no proxy in front
         settings.TRUSTED_PROXIES = 1

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings
 
-from config.liveness import HEARTBEAT_SECONDS, heartbeat_path
+from operations.liveness import HEARTBEAT_SECONDS, heartbeat_path
 from tests.conftest import needs
 from tests.deploy.kustomize_lite import build
 from tests.deploy.live import Relay, wait_for
@@ -56,7 +56,7 @@ class Worker:
 
     def probe(self, stale_after: float) -> tuple[int, str]:
         done = subprocess.run(  # noqa: S603 - the probe as the manifests run it
-            [sys.executable, "-m", "config.worker_probe", self.node, str(stale_after)],
+            [sys.executable, "-m", "operations.worker_probe", self.node, str(stale_after)],
             cwd=ROOT,
             env=self.env,
             capture_output=True,
@@ -143,4 +143,4 @@ def test_the_worker_pods_probe_their_heartbeat_not_the_broker():
         for probe in ("startupProbe", "livenessProbe"):
             command = " ".join(container[probe]["exec"]["command"])
             assert "inspect ping" not in command
-            assert f"config.worker_probe {node}" in command
+            assert f"operations.worker_probe {node}" in command

@@ -12,7 +12,7 @@ from django.conf import settings
 from redis import Redis
 
 from config.celery import app as celery_app
-from config.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
+from operations.queues import DEFAULT_QUEUE, QUEUES, WEBHOOK_QUEUE
 from tests.conftest import needs
 from tests.deploy.kustomize_lite import build
 from tests.deploy.support import DEPLOY, consumed_queues, is_celery_worker, load_yaml, procfile

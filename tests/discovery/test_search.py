@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory import tenancy
+from accounts import tenancy
 from memory.erasure import erasure_continue
 from memory.models import MemoryVersion
 from tests.api.support import (

@@ -11,7 +11,7 @@ from django.db import connection
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contract.discovery import SEARCH_CURSOR
+from agent_interface.discovery import SEARCH_CURSOR
 from core.cursors import CursorCodec
 from tests.api.support import Written, assert_problem, create_entity, preference_body, record_source
 from tests.conftest import World

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection
 
-from memory.grants import permission_grant
+from accounts.grants import permission_grant
 from tests.approvals.support import Flow, person
 
 NAME = "Ottoline Quillfeather"

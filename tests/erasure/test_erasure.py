@@ -305,7 +305,7 @@ def test_erasing_another_subject_later_counts_none_of_her_redacted_events_again(
 def test_who_may_erase_agent_reviewer_without_the_permission_other_tenant(
     flow: Flow, who: str, status: int
 ):
-    from memory.grants import permission_grant
+    from accounts.grants import permission_grant
 
     permission_grant(
         tenant=flow.world.other_tenant, user=flow.world.users["zed"], codename="erase_subject"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memory.grants import permission_grant
+from accounts.grants import permission_grant
 from tests.conftest import World, iso, later, needs
 from tests.integration.test_workflow_worker import broker, embedded_worker, wait_for
 

@@ -23,7 +23,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from memory.keys import hash_key
+from accounts.keys import hash_key
 from tests.conftest import needs
 
 pytestmark = needs("postgres")
@@ -171,7 +171,7 @@ from core.models import ApiKey, ScopeValue, Tenant, TenantUserObjectPermission
 from audit.models import AuditEvent
 from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
-from memory.keys import api_key_for_raw
+from accounts.keys import api_key_for_raw
 from memory.models import RetrievalRecord
 from core.principals import principal_for_user
 

@@ -23,8 +23,9 @@ from django.db import connection
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from accounts import tenancy
 from core.models import ApiKey
-from memory import entities, tenancy
+from memory import entities
 from tests.conftest import World, iso, later, needs
 from tests.mcp.conftest import ROOT, Live
 from tests.mcp.support import TOOL_NAMES, answer, problem

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from config.telemetry import AsgiRequestTelemetry
+from operations.telemetry import AsgiRequestTelemetry
 
 SAMPLE = "memgov_http_request_duration_seconds_count"
 

@@ -1,6 +1,6 @@
 """The MCP tools on the test database, through the SDK's client connected in-process:
 the same answers, permissions, tenant isolation, throttling and idempotency as the REST
-API, because both call the same functions (``contract.answers``)."""
+API, because both call the same functions (``agent_interface.answers``)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ from typing import Any
 
 import pytest
 
-from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
-from audit.models import AuditEvent
-from contract.auth import PrincipalRateThrottle
-from contract.serializers import (
+from accounts import tenancy
+from agent_interface.auth import PrincipalRateThrottle
+from agent_interface.serializers import (
     CorrectionInput,
     MatchInput,
     ProposalInput,
     ResolveInput,
     SourceInput,
 )
+from agent_mcp.tools import BY_NAME, TOOLS, MemoryArguments, TaskArguments
+from audit.models import AuditEvent
 from core.models import ApiKey
-from memory import entities, tenancy
+from memory import entities
 from memory.models import Source
 from tests.api.test_throttling import _forget as forget_bucket
 from tests.conftest import World, iso, later

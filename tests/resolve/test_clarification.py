@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from accounts import tenancy
+from accounts.grants import permission_grant
 from audit.models import AuditEvent
-from memory import tenancy
-from memory.grants import permission_grant
 from memory.models import Clarification, MemoryVersion, Status
 from tests.api.support import record_source
 from tests.conftest import World, iso, later

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from accounts import tenancy
+from accounts.grants import permission_grant
 from agent_mcp.tools import BY_NAME
 from audit.models import AuditEvent
 from core.principals import Principal
-from memory import tenancy
-from memory.grants import permission_grant
 from memory.models import MemoryVersion, Status
 from tests.conftest import World, later
 from tests.mcp.support import InProcess, answer, problem

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory import entities, tenancy
+from accounts import tenancy
+from accounts.grants import permission_grant
+from memory import entities
 from memory.context import count_tokens
-from memory.grants import permission_grant
 from memory.models import MemoryItem, MemoryVersion
 from tests.conftest import World, later
 from tests.mcp.support import InProcess, answer, problem

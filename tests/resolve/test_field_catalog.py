@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.grants import permission_grant
 from audit.models import AuditEvent
-from memory.grants import permission_grant
 from memory.models import FieldDefinition, MemoryVersion
 from tests.api.support import record_source, task_fact_body
 from tests.conftest import World, later, needs

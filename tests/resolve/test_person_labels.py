@@ -4,9 +4,9 @@ person's key, whatever labels the key was created with."""
 
 from __future__ import annotations
 
+from accounts import people
 from audit.models import AuditEvent
 from core.models import ApiKey
-from memory import people
 from memory.models import MemoryVersion
 from tests.conftest import World
 from tests.resolve.conftest import resolve, winners

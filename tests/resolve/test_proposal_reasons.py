@@ -10,10 +10,10 @@ from typing import Any
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts import tenancy
 from approvals.services import version_reject
 from core.models import ApiKey
 from core.principals import Principal
-from memory import tenancy
 from memory.models import MemoryItem, MemoryVersion
 from tests.conftest import World, later
 from tests.mcp.support import InProcess, answer

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts import tenancy
 from audit.models import AuditEvent
 from core.models import ApiKey
 from core.principals import Principal
-from memory import tenancy
 from memory.models import MemoryVersion, Status
 from tests.api.support import record_source
 from tests.conftest import World, iso, later

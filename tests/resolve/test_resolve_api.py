@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import entities, proposals, tenancy
+from accounts import tenancy
+from memory import entities, proposals
 from memory.models import MemoryVersion
 from tests.conftest import later
 from tests.resolve.conftest import Story, resolve, winners

@@ -8,10 +8,10 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from accounts import tenancy
 from approvals.services import memory_retire
 from core.models import ApiKey
 from core.principals import Principal
-from memory import tenancy
 from memory.models import MemoryItem
 from tests.resolve.conftest import outcomes, resolve, winners
 

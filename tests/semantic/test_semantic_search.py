@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from memory import semantic, tenancy
+from accounts import tenancy
+from memory import semantic
 from memory.models import Embedding
 from tests.api.support import preference_body, record_source
 from tests.approvals.support import person
@@ -167,7 +168,7 @@ def test_readiness_says_semantic_retrieval_is_on(client: Any, world: World):
 
 
 def test_mcp_and_rest_search_by_meaning_alike(world: World, shop: Shop):
-    from contract.discovery import searched  # the function the MCP tool calls
+    from agent_interface.discovery import searched  # the function the MCP tool calls
 
     rest = search(world, "where do Dana Kim's parcels go")
     mcp = searched(world.principal("agent"), {"q": "where do Dana Kim's parcels go"})

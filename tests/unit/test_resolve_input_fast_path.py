@@ -1,4 +1,4 @@
-"""The resolve body's fast path (``contract.resolve_input``, issue 46) gives exactly what
+"""The resolve body's fast path (``agent_interface.resolve_input``, issue 46) gives exactly what
 ``ResolveInput`` gives for a plainly valid body, and leaves every other body to the
 serializer, so refusals stay the serializer's own. Generated bodies, valid and invalid,
 hold the two to the same answer; the explicit cases show the edges a reader would ask
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
-from contract.answers import resolve_validated, validated
-from contract.resolve_input import MEMBERS, plainly_valid
-from contract.serializers import ResolveInput
+from agent_interface.answers import resolve_validated, validated
+from agent_interface.resolve_input import MEMBERS, plainly_valid
+from agent_interface.serializers import ResolveInput
 from core.errors import InvalidContent
 
 SETTINGS = settings(deadline=None, max_examples=400)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from contract.serializers import ResolveInput
+from agent_interface.serializers import ResolveInput
 
 
 def _validate(data: dict[str, Any]) -> tuple[bool, dict[str, Any]]:

@@ -1,5 +1,5 @@
 """Issue 33, point 13: a tenant's share of a web process's request threads
-(``config.tenant_share.TenantShareMiddleware``). A request running is simulated by asking
+(``gateway.tenant_share.TenantShareMiddleware``). A request running is simulated by asking
 the middleware again from inside the view of the first."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.test import RequestFactory
 
-from config.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
-from memory import throttle
+from accounts import throttle
+from gateway.tenant_share import UNVERIFIED, TenantShareMiddleware, tenant_of
 
 RAW = "mg_0123456789ab_secret"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from memory.grants import permission_grant
+from accounts.grants import permission_grant
 from tests.approvals.support import Flow, person
 
 MANAGER = "wendy"

@@ -15,8 +15,8 @@ import pytest
 from django.db import DatabaseError, connection
 from kombu.exceptions import OperationalError
 
+from agent_interface.serializers import ProposalInput
 from config.celery import app as celery_app
-from contract.serializers import ProposalInput
 from core import outbox
 from core.kinds import OutboxKind
 from core.models import Outbox

@@ -12,10 +12,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from accounts import tenancy
+from accounts.grants import permission_grant
 from core.models import ApiKey, Tenant
 from core.principals import Principal
-from memory import entities, proposals, sources, tenancy
-from memory.grants import permission_grant
+from memory import entities, proposals, sources
 
 SLUG = "demo"
 PEOPLE: list[tuple[str, str, list[str]]] = [
