@@ -98,7 +98,8 @@ def fill() -> dict[str, Any]:
     tenant = _probe_tenant()
     index = vectors.index_name(model)
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP INDEX IF EXISTS {index}")
+        for made in (index, f"{index}_versions", f"{index}_entities"):
+            cursor.execute(f"DROP INDEX IF EXISTS {made}")
 
     started = time.perf_counter()
     subjects = list(

@@ -41,6 +41,8 @@ class Meaning:
     entities: dict[str, float]
     # The entities the query names, each with the query's words its names hold.
     mentioned: dict[str, frozenset[str]] = field(default_factory=dict)
+    # The words of the entities looked at (``semantic.entity_words``), read once.
+    words: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def scoped(self) -> bool:
@@ -152,6 +154,7 @@ def _meaning(
         versions={int(n.id): n.similarity for n in versions},
         entities={n.id: n.similarity for n in entities},
         mentioned=named,
+        words=words,
         name_only=name_only,
     )
 
@@ -205,7 +208,9 @@ def _fused(
     lexical_rank = {_key(c): rank for rank, c in enumerate(found.candidates, start=1)}
     added = _by_meaning_alone(meaning, set(lexical_rank), principal)
     asked = _asked_words(terms)
-    names = semantic.entity_words([c.id for c in [*found.candidates, *added] if c.type == "entity"])
+    names = _entity_words(
+        meaning, [c.id for c in [*found.candidates, *added] if c.type == "entity"]
+    )
     everyone = [*found.candidates, *added]
     if _names_someone_unknown(query_text, everyone, names, ids_only=meaning.scoped):
         return Found([], MATCH_ALL)
@@ -239,6 +244,13 @@ def _fused(
         _below_their_entities(pool)
     pool.sort(key=lambda c: c.key)
     return Found(pool[: search.RANKED], MATCH_SOME if pool else MATCH_ALL)
+
+
+def _entity_words(meaning: Meaning, entity_ids: list[str]) -> dict[str, set[str]]:
+    """Their words: those ``_meaning`` read, and the others'."""
+    known = {e: meaning.words[e] for e in entity_ids if e in meaning.words}
+    missing = [e for e in entity_ids if e not in known]
+    return {**known, **(semantic.entity_words(missing) if missing else {})}
 
 
 def _below_their_entities(pool: list[Candidate]) -> None:

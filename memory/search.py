@@ -34,8 +34,7 @@ from memory import fulltext, search_terms
 from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
 
-# Statuses searched unless ``status`` is given: what is in use or may become so.
-DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)
+DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)  # in use or may be
 QUERY_MAX = 200  # characters of a query
 SCAN = 200  # rows read per way of matching, before ranking: a common word stays cheap
 ENTITY_SCAN = 50  # entities listed as candidates
@@ -739,10 +738,11 @@ class _Postgres(_Backend):
             search_terms.tsquery(search_terms.Terms((group,), ()), prefix=prefix)
             for group in terms.groups
         ]
+        # OFFSET 0: flattened, the subquery would make each row's document once per group.
         rows = _rows(
             f"SELECT d.id, ARRAY[{tests}] FROM (SELECT v.id, "  # noqa: S608 - constant SQL, bound values
             f"{fulltext.VERSION_DOCUMENT} AS doc FROM memory_memoryversion v "
-            "WHERE v.id = ANY(%s)) d",
+            "WHERE v.id = ANY(%s) OFFSET 0) d",
             [*queries, version_ids],
         )
         return {

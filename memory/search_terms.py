@@ -14,6 +14,7 @@ import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from anyascii import anyascii
 
@@ -59,6 +60,9 @@ def without_possessive(word: str) -> str:
     return _POSSESSIVE.sub("", word)
 
 
+# Names are folded again by every search that meets them: the last few thousand are
+# remembered per process (a few MB at most).
+@lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """Casefolded, accents removed, ``ß`` as ``ss``: how names and text are matched."""
     folded = unicodedata.normalize("NFKD", text.casefold())
@@ -78,6 +82,7 @@ def _latin(character: str) -> str:
     return f" {latin} " if unicodedata.name(character, "").startswith(_SYLLABIC) else latin
 
 
+@lru_cache(maxsize=8192)
 def romanized(text: str) -> str:
     """A name in Latin letters (王伟 → "Wang Wei", Γιώργος → "Giorgos"), or "" when it
     already is: a transliteration makes a candidate, never a match (seed 000)."""

@@ -381,9 +381,12 @@ def query_vectors(current: embeddings.Model, texts: list[str]) -> list[list[floa
     return embeddings.embed(current, texts)
 
 
-def _distance(current: embeddings.Model) -> str:
+def _distance(current: embeddings.Model, *, half: bool = False) -> str:
+    """Cosine distance to the query; ``half``: at half precision, the expression of the
+    versions' HNSW index (memory.vectors.ensure_index), so that PostgreSQL walks it."""
     if connection.vendor == "postgresql":
-        return f"(m.vec::vector({current.dimensions})) <=> %s::vector({current.dimensions})"
+        kind = "halfvec" if half else "vector"
+        return f"(m.vec::{kind}({current.dimensions})) <=> %s::{kind}({current.dimensions})"
     return "vec_distance_cosine(m.vec, %s)"
 
 
@@ -406,7 +409,7 @@ def nearest_versions(
     vendor = connection.vendor
     visible, visible_params = visible_sql("v.required_visibility", principal.labels, vendor)
     narrow, narrow_params = narrowing
-    distance = _distance(current)
+    distance = _distance(current, half=not exact)
     statuses_sql = ", ".join(["%s"] * len(statuses))
     parameter = _as_parameter(vector)
     sql = (
