@@ -108,11 +108,13 @@ def _meaning(
     across the tenant by the whole query."""
     tenant = principal.tenant.pk
     whole = semantic.query_text(search_terms.positive_text(query.q))
-    (whole_vector,) = semantic.query_vectors(model, [whole])
     by_words = _mentioned(found)
+    words = semantic.entity_words(sorted(by_words)) if by_words else {}
+    whole_vector: list[float] | None = None
     entities = []
-    if not query.facts_only:
+    if not query.facts_only and not _names_only_known(query.q, by_words, words):
         # Another spelling or script of a name ("Chen Jing" for 陈静, beside Sarah Chen).
+        (whole_vector,) = semantic.query_vectors(model, [whole])
         entities = semantic.nearest_entities(
             model, tenant, whole_vector, limit=semantic.NEAR_ENTITIES
         )
@@ -120,7 +122,8 @@ def _meaning(
     # an entity near enough whose names hold a word of the query.
     by_meaning = {n.id for n in entities if n.similarity >= semantic.ENTITY_FLOOR}
     candidates = by_words | by_meaning
-    words = semantic.entity_words(sorted(candidates)) if candidates else {}
+    if by_meaning - by_words:
+        words |= semantic.entity_words(sorted(by_meaning - by_words))
     said = _asked_words(terms)
     named = {e: _held(said, words.get(e, set()), near=e in by_meaning) for e in candidates}
     # Of entities named in part, the one the query names most: "Giorgos Papadopoulos" is
@@ -141,6 +144,8 @@ def _meaning(
         name_only = not any(w not in search_terms.STOP_WORDS for w in asked.split())
         if not name_only:
             (vector,) = semantic.query_vectors(model, [asked])
+    if vector is None:
+        (vector,) = semantic.query_vectors(model, [whole])
     versions = semantic.nearest_versions(
         model,
         principal,
@@ -317,19 +322,37 @@ def _names_someone_unknown(
     for candidate in candidates:
         statement = str(candidate.body.get("statement") or "")
         known.update(search_terms.WORDS.findall(search_terms.fold(statement)))
+    return any(not search_terms.named(part, known) for part in _name_like(q, ids_only=ids_only))
+
+
+def _name_like(q: str, *, ids_only: bool = False) -> list[str]:
+    """The query's words that name someone or something: a word with a digit, and (unless
+    ``ids_only``) a capitalized word after the first; folded, without stop words."""
     words = _WORD.findall(q)
     asked = [w for w in words if any(c.isdigit() for c in w)]
     if not ids_only:
         asked += [w for w in words[1:] if w[0].isupper()]
-    for word in asked:
+    return [
+        part
+        for word in asked
         for part in search_terms.WORDS.findall(
             search_terms.fold(search_terms.without_possessive(word))
-        ):
-            if part in search_terms.STOP_WORDS or part in search_terms.FILLER:
-                continue
-            if not search_terms.named(part, known):
-                return True
-    return False
+        )
+        if part not in search_terms.STOP_WORDS and part not in search_terms.FILLER
+    ]
+
+
+def _names_only_known(q: str, by_words: set[str], words: dict[str, set[str]]) -> bool:
+    """The query names an entity by its whole name and names no one else: another
+    spelling of a name need not be looked for by meaning ("when does Customer 123 want
+    things shipped"; not "Chen Jing", which Sarah Chen names only in part)."""
+    if not by_words:
+        return False
+    said = set(search_terms.WORDS.findall(search_terms.fold(q)))
+    names = Entity.objects.filter(pk__in=by_words).values_list("name", flat=True)
+    whole = any(set(search_terms.WORDS.findall(search_terms.fold(n))) <= said for n in names)
+    held = set().union(*words.values()) if words else set()
+    return whole and all(part in held for part in _name_like(q))
 
 
 def _asked_words(terms: search_terms.Terms) -> tuple[str, ...]:
