@@ -98,21 +98,28 @@ def main() -> int:
         env["FUZZ_FIXTURES"] = str(fixtures)
         env["SCHEMATHESIS_HOOKS"] = "scripts.fuzz_hooks"
         examples = os.environ.get("FUZZ_EXAMPLES", "20")
+        # The two keys' runs at once, each its own process (one thread each: with two
+        # threads, Hypothesis's ast.parse of a strategy's lambda hit CPython 3.11's "AST
+        # constructor recursion depth mismatch"); their output follows each other's.
+        runs = {}
         for who, key in keys.items():
-            print(f"--- schemathesis as the {who}", flush=True)
-            run = subprocess.run(  # noqa: S603 - schemathesis from this venv
+            log = (var / f"schemathesis-{who}.log").open("w+")
+            runs[who] = (log, subprocess.Popen(  # noqa: S603 - schemathesis from this venv
                 [str(Path(sys.executable).parent / "schemathesis"), "run",
                  f"{base}/api/schema/?format=json", "--url", base,
                  "--checks", CHECKS, "--max-examples", examples,
-                 # One worker: with two threads, Hypothesis's ast.parse of a strategy's
-                 # lambda hit CPython 3.11's "AST constructor recursion depth mismatch".
                  "--header", f"Authorization: Bearer {key}", "--workers", "1",
                  "--generation-deterministic", "--phases", "examples,coverage,fuzzing"],
                 cwd=ROOT,
                 env=env,
-                check=False,
-            )  # fmt: skip
-            failed |= run.returncode != 0
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ))  # fmt: skip
+        for who, (log, run) in runs.items():
+            failed |= run.wait() != 0
+            log.seek(0)
+            print(f"--- schemathesis as the {who}\n{log.read()}", flush=True)
+            log.close()
     finally:
         for proc in (server, worker):
             proc.terminate()
