@@ -59,69 +59,13 @@ def cache_at(settings: Any, url: str) -> None:
 REDIS_REPLIES = {b"HELLO": b"%1\r\n+proto\r\n:3\r\n"}
 
 
-class Server:
-    """A TCP server on a free local port. With ``replies`` it answers each command (a RESP
-    array) by its name, ``+OK`` when the name is not there; without, it never answers.
-    ``close()`` drops every connection it accepted."""
+class _Listener:
+    """A TCP listener on a free local port whose thread hands each connection to
+    ``accepted``; ``close()`` stops it and drops every socket it kept."""
 
-    def __init__(self, replies: dict[bytes, bytes] | None = None) -> None:
-        self.replies = replies
+    def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.05)  # accept() wakes up to see close()
-        self.port = int(self.listener.getsockname()[1])
-        self.closed = threading.Event()
-        self.accepted: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.closed.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted.append(client)
-            if self.replies is not None:
-                threading.Thread(target=self._answer, args=(client,), daemon=True).start()
-
-    def _answer(self, client: socket.socket) -> None:
-        replies = self.replies or {}
-        try:
-            while received := client.recv(65536):
-                lines = received.split(b"\r\n")
-                names = [lines[i + 2].upper() for i, line in enumerate(lines) if line[:1] == b"*"]
-                client.sendall(b"".join(replies.get(name, b"+OK\r\n") for name in names))
-        except OSError:
-            return
-
-    def close(self) -> None:
-        self.closed.set()
-        self.listener.close()
-        for client in self.accepted:
-            client.close()
-        self.thread.join(5)
-
-
-@contextmanager
-def server(replies: dict[bytes, bytes] | None = None) -> Iterator[Server]:
-    running = Server(replies)
-    try:
-        yield running
-    finally:
-        running.close()
-
-
-class DelayingProxy:
-    """A TCP proxy on a free local port to ``127.0.0.1:upstream`` that holds what a client
-    sends for ``seconds`` when ``held(chunk)`` says so: a slow network or server, for
-    those commands only."""
-
-    def __init__(self, upstream: int, held: Callable[[bytes], bool], seconds: float) -> None:
-        self.upstream, self.held, self.seconds = upstream, held, seconds
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)
         self.port = int(self.listener.getsockname()[1])
         self.closed = threading.Event()
         self.sockets: list[socket.socket] = []
@@ -136,11 +80,68 @@ class DelayingProxy:
                 continue
             except OSError:
                 return
-            server = socket.create_connection(("127.0.0.1", self.upstream))
-            self.sockets += [client, server]
-            for source, target, hold in ((client, server, True), (server, client, False)):
-                copy = threading.Thread(target=self._copy, args=(source, target, hold), daemon=True)
-                copy.start()
+            self.sockets.append(client)
+            self.accepted(client)
+
+    def accepted(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+        self.thread.join(5)
+
+
+class Server(_Listener):
+    """A TCP server on a free local port. With ``replies`` it answers each command (a RESP
+    array) by its name, ``+OK`` when the name is not there; without, it never answers.
+    ``close()`` drops every connection it accepted."""
+
+    def __init__(self, replies: dict[bytes, bytes] | None = None) -> None:
+        self.replies = replies
+        super().__init__()
+
+    def accepted(self, client: socket.socket) -> None:
+        if self.replies is not None:
+            threading.Thread(target=self._answer, args=(client,), daemon=True).start()
+
+    def _answer(self, client: socket.socket) -> None:
+        replies = self.replies or {}
+        try:
+            while received := client.recv(65536):
+                lines = received.split(b"\r\n")
+                names = [lines[i + 2].upper() for i, line in enumerate(lines) if line[:1] == b"*"]
+                client.sendall(b"".join(replies.get(name, b"+OK\r\n") for name in names))
+        except OSError:
+            return
+
+
+@contextmanager
+def server(replies: dict[bytes, bytes] | None = None) -> Iterator[Server]:
+    running = Server(replies)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+class DelayingProxy(_Listener):
+    """A TCP proxy on a free local port to ``127.0.0.1:upstream`` that holds what a client
+    sends for ``seconds`` when ``held(chunk)`` says so: a slow network or server, for
+    those commands only."""
+
+    def __init__(self, upstream: int, held: Callable[[bytes], bool], seconds: float) -> None:
+        self.upstream, self.held, self.seconds = upstream, held, seconds
+        super().__init__()
+
+    def accepted(self, client: socket.socket) -> None:
+        server = socket.create_connection(("127.0.0.1", self.upstream))
+        self.sockets.append(server)
+        for source, target, hold in ((client, server, True), (server, client, False)):
+            copy = threading.Thread(target=self._copy, args=(source, target, hold), daemon=True)
+            copy.start()
 
     def _copy(self, source: socket.socket, target: socket.socket, hold: bool) -> None:
         try:
@@ -152,10 +153,3 @@ class DelayingProxy:
             pass
         finally:
             target.close()
-
-    def close(self) -> None:
-        self.closed.set()
-        self.listener.close()
-        for sock in self.sockets:
-            sock.close()
-        self.thread.join(5)
