@@ -128,11 +128,7 @@ def _meaning(
     named = {e: _held(said, words.get(e, set()), near=e in by_meaning) for e in candidates}
     # Of entities named in part, the one the query names most: "Giorgos Papadopoulos" is
     # Γιώργος Παπαδόπουλος, not Papadopoulos Shipping; "Dana Kim" not Dana Whitfield.
-    named = {
-        e: held
-        for e, held in named.items()
-        if held and not any(held < other for other in named.values())
-    }
+    named = {e: named[e] for e in search_terms.most_named({e: h for e, h in named.items() if h})}
     narrowing = search.narrowing(tenant, query)
     vector, name_only = whole_vector, False
     if named or query.subject:

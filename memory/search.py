@@ -215,9 +215,9 @@ def _countable(terms: search_terms.Terms) -> frozenset[int]:
 def _followed(mentions: dict[str, Mention], terms: search_terms.Terms) -> dict[str, Mention]:
     """The entities whose facts are read: those naming a countable group, none named in
     part where another is named more ("Dana Kim", not Dana Whitfield), the best ``FOLLOW``."""
-    naming = [m for m in mentions.values() if m.covers & _countable(terms)]
+    naming = {e: m.covers for e, m in mentions.items() if m.covers & _countable(terms)}
     ranked = sorted(
-        (m for m in naming if not any(m.covers < other.covers for other in naming)),
+        (mentions[e] for e in search_terms.most_named(naming)),
         key=lambda m: (-len(m.covers), -m.candidate.score, m.candidate.id),
     )
     return {m.candidate.id: m for m in ranked[:FOLLOW]}

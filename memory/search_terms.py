@@ -13,8 +13,10 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from anyascii import anyascii
 
@@ -269,3 +271,14 @@ def one_edit(a: str, b: str) -> bool:
     short, long = sorted((a, b), key=len)
     i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
     return short[i:] == long[i + 1 :]
+
+
+Key = TypeVar("Key")
+
+
+def most_named(covered: Mapping[Key, frozenset[Any]]) -> set[Key]:
+    """The keys whose set no other key's holds and more ("Dana Kim", not Dana Whitfield,
+    when the query says both words): compared by distinct sets, few however many keys."""
+    distinct = set(covered.values())
+    most = {s for s in distinct if not any(s < other for other in distinct)}
+    return {key for key, held in covered.items() if held in most}
