@@ -48,15 +48,14 @@ def tenant_create(*, slug: str, name: str = "", actor: str = "operator") -> Tena
     return tenant
 
 
-def tenant_update_settings(
+def tenant_settings_check(
     *,
-    tenant: Tenant,
-    actor: str = "operator",
     approvals_required: int | None = None,
     revalidation_failure: str | None = None,
     time_zone: str | None = None,
-) -> Tenant:
-    """Change a tenant's governance settings, audited with old and new values."""
+) -> None:
+    """Refuse settings a tenant may not have (InvalidContent naming each), before anything
+    is written: a tenant is not created with settings that are then refused."""
     if time_zone is not None:
         try:
             validate_time_zone(time_zone)
@@ -68,6 +67,22 @@ def tenant_update_settings(
         raise InvalidContent({"revalidation_failure": ["must be suspend or flag"]})
     if approvals_required is not None and approvals_required < 1:
         raise InvalidContent({"approvals_required": ["must be at least 1"]})
+
+
+def tenant_update_settings(
+    *,
+    tenant: Tenant,
+    actor: str = "operator",
+    approvals_required: int | None = None,
+    revalidation_failure: str | None = None,
+    time_zone: str | None = None,
+) -> Tenant:
+    """Change a tenant's governance settings, audited with old and new values."""
+    tenant_settings_check(
+        approvals_required=approvals_required,
+        revalidation_failure=revalidation_failure,
+        time_zone=time_zone,
+    )
     with transaction.atomic(durable=True):
         locked = Tenant.objects.select_for_update(no_key=True).get(pk=tenant.pk)
         changes: dict[str, dict[str, Any]] = {}

@@ -141,6 +141,13 @@ def warm_up() -> None:
     then does not wait the seconds a load takes."""
     model = configured()
     if model is not None:
+        # What the loading thread and this process's first database connection both
+        # import (numpy's lazily loaded parts, through torch and sqlite-vec), imported
+        # here first: the two at once once failed in numpy's module __getattr__ with a
+        # RecursionError, and the process never embedded again.
+        for name in ("numpy", "numpy.dtypes", "numpy.typing", "sqlite_vec"):
+            if importlib.util.find_spec(name) is not None:
+                importlib.import_module(name)
         threading.Thread(
             target=_encoder, args=(model,), name="embedding-model", daemon=True
         ).start()

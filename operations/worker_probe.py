@@ -10,10 +10,14 @@ import sys
 
 from operations.liveness import HEARTBEAT_SECONDS, check
 
+USAGE = "usage: python -m operations.worker_probe NODE [STALE_SECONDS]"
+
 
 def main(argv: list[str]) -> int:
-    # As ``python -m config.worker_probe`` had through the Celery app: the settings to read.
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    if len(argv) not in (2, 3) or argv[1].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        return 2
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")  # the settings to read
     node = argv[1]
     stale_after = float(argv[2]) if len(argv) > 2 else 6 * HEARTBEAT_SECONDS
     alive, why = check(node, stale_after)

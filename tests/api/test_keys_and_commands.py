@@ -174,6 +174,22 @@ def test_create_tenant_refuses_an_existing_slug(world):
     assert Tenant.objects.filter(slug="acme").count() == 1
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--approvals-required", "0"),
+        ("--time-zone", "Mars/Olympus"),
+        ("--revalidation-failure", "maybe"),
+    ],
+)
+def test_create_tenant_with_a_refused_setting_creates_no_tenant(db, flag: str, value: str):
+    with pytest.raises(CommandError):
+        call_command("create_tenant", "beta", flag, value, stdout=StringIO())
+
+    assert not Tenant.objects.filter(slug="beta").exists()
+    assert not AuditEvent.objects.filter(action="tenant.created").exists()
+
+
 def test_create_user_grants_on_the_tenant_and_on_a_scope_value(world):
     call_command(
         "create_user",

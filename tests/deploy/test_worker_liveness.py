@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.conf import settings
 
+from operations import worker_probe
 from operations.liveness import HEARTBEAT_SECONDS, heartbeat_path
 from tests.conftest import needs
 from tests.deploy.kustomize_lite import build
@@ -144,3 +145,14 @@ def test_the_worker_pods_probe_their_heartbeat_not_the_broker():
             command = " ".join(container[probe]["exec"]["command"])
             assert "inspect ping" not in command
             assert f"operations.worker_probe {node}" in command
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["a", "b", "c"]])
+def test_the_probe_without_a_node_says_how_to_call_it(argv: list[str]) -> None:
+    done = subprocess.run(  # noqa: S603 - the project's own probe
+        [sys.executable, "-m", "operations.worker_probe", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr.strip()) == (2, worker_probe.USAGE)

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.tenancy import tenant_create, tenant_update_settings
+from accounts.tenancy import tenant_create, tenant_settings_check, tenant_update_settings
 from core.errors import DomainError
 from core.models import Tenant
 
@@ -40,14 +40,15 @@ class Command(BaseCommand):
             raise CommandError(f"tenant {slug!r} already exists (--update changes its settings)")
         if existing is None and options["update"]:
             raise CommandError(f"no tenant {slug!r} to update")
-        tenant = existing or tenant_create(slug=slug, name=options["name"])
+        settings = {
+            "approvals_required": options["approvals_required"],
+            "revalidation_failure": options["revalidation_failure"],
+            "time_zone": options["time_zone"],
+        }
         try:
-            tenant = tenant_update_settings(
-                tenant=tenant,
-                approvals_required=options["approvals_required"],
-                revalidation_failure=options["revalidation_failure"],
-                time_zone=options["time_zone"],
-            )
+            tenant_settings_check(**settings)  # refused settings create no tenant
+            tenant = existing or tenant_create(slug=slug, name=options["name"])
+            tenant = tenant_update_settings(tenant=tenant, **settings)
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
         done = "updated" if existing else "created"
