@@ -265,17 +265,7 @@ def _purge_sources(erasure: Erasure) -> bool:
         if sid in others
     ]
     purge = [sid for sid in ids if sid not in others]
-    purged = (
-        Source.objects.filter(pk__in=purge)
-        .filter(
-            ~Q(content=None)
-            | ~Q(speaker="")
-            | ~Q(metadata={})
-            | ~Q(external_ref="")
-            | ~Q(revoked_reason="")
-        )
-        .update(content=None, speaker="", metadata={}, external_ref="", revoked_reason="")
-    )
+    purged = erasure_copies.purge_sources(purge)
     erasure.kept = [*erasure.kept, *kept]
     erasure.cursor = ids[-1]
     erasure_count(erasure, sources_purged=purged, sources_kept=len(kept))
