@@ -78,17 +78,6 @@ def search_hybrid(principal: Principal, query: SearchQuery) -> Found:
         return _fused(found, meaning, principal, terms, query.q)
 
 
-def _mentioned(found: Found) -> set[str]:
-    """The entities lexical search found the query naming: listed by a name, alias or
-    ref, or followed to facts as their subject."""
-    named = {"name", "alias", "external_ref"}
-    return {c.id for c in found.candidates if c.type == "entity" and c.matched & named} | {
-        str(c.body["subject"])
-        for c in found.candidates
-        if c.type == "memory" and "subject" in c.matched and c.body.get("subject")
-    }
-
-
 def _remainder(q: str, names: set[str]) -> str:
     """The query without the names it says: what it asks about them."""
     words = search_terms.WORDS.findall(search_terms.fold(search_terms.positive_text(q)))
@@ -108,7 +97,7 @@ def _meaning(
     across the tenant by the whole query."""
     tenant = principal.tenant.pk
     whole = semantic.query_text(search_terms.positive_text(query.q))
-    by_words = _mentioned(found)
+    by_words = set(found.named)  # named by their words, most of them
     words = semantic.entity_words(sorted(by_words)) if by_words else {}
     whole_vector: list[float] | None = None
     entities = []

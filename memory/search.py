@@ -97,6 +97,8 @@ class Found:
 
     candidates: list[Candidate]
     match: str
+    # The entities the query names most, whose facts were read through them (``FOLLOW``).
+    named: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -136,10 +138,10 @@ def lexical(principal: Principal, query: SearchQuery, *, by_meaning: bool = Fals
         whole += backend.sources(tenant, labels, query.q)
     if whole or not every:
         whole.sort(key=lambda c: c.key)
-        return Found(whole, MATCH_ALL)
+        return Found(whole, MATCH_ALL, frozenset(followed))
     partial = _partial(backend, principal, query, terms, mentions, followed, by_meaning)
     # Nothing at all is an honest empty answer, not a partial one.
-    return Found(partial, MATCH_SOME if partial else MATCH_ALL)
+    return Found(partial, MATCH_SOME if partial else MATCH_ALL, frozenset(followed))
 
 
 def _as_named(tenant: int, entities: list[Candidate], terms: search_terms.Terms) -> list[Candidate]:
@@ -403,14 +405,20 @@ class _Backend:
         raise NotImplementedError
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
-        """Live entities whose name or external ref has any of ``terms`` (``SCAN``)."""
+        """Live entities whose name or external ref has a group of ``terms``, at most
+        ``ENTITY_SCAN`` a group: a common word ("customer", thousands of names) leaves
+        room for the rare one beside it ("30948"), whose entity the query names."""
         raise NotImplementedError
 
     def mentioned(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Candidate, set[str]]]:
         """Entities the query names in part, each with the folded words of its name,
-        aliases and external ref (identifiers whole and by their parts)."""
-        anything = search_terms.Terms((tuple(t for g in terms.groups for t in g),), ())
-        rows = self.entity_rows(tenant, anything)
+        aliases and external ref (identifiers whole and by their parts). Groups of stop
+        words and question filler name no one (``_countable``)."""
+        countable = _countable(terms)
+        asked = tuple(g for i, g in enumerate(terms.groups) if i in countable)
+        if not asked:
+            return []
+        rows = self.entity_rows(tenant, search_terms.Terms(asked, ()))
         aliases: dict[str, list[str]] = {}
         for entity_id, alias in Alias.objects.filter(
             tenant_id=tenant, entity_id__in=[row[0] for row in rows]
@@ -751,11 +759,20 @@ class _Postgres(_Backend):
         }
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
+        branch = (
+            f"(SELECT e.id FROM memory_entity e WHERE e.tenant_id = %s AND "  # noqa: S608 - constant SQL, bound values
+            f"{fulltext.ENTITY_DOCUMENT} @@ to_tsquery('{fulltext.NAME_CONFIG}', %s) "
+            f"AND {_LIVE} LIMIT %s)"
+        )
+        params = [
+            value
+            for i in range(len(terms.groups))
+            for value in (tenant, search_terms.tsquery(_group_terms(terms, i)), ENTITY_SCAN)
+        ]
         return _rows(
             "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ "
-            f"to_tsquery('{fulltext.NAME_CONFIG}', %s) AND {_LIVE} LIMIT %s",
-            [tenant, search_terms.tsquery(terms), SCAN],
+            f"WHERE e.id IN ({' UNION '.join([branch] * len(terms.groups))})",
+            params,
         )
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
@@ -955,11 +972,20 @@ class _Sqlite(_Backend):
         return {version_id: frozenset(groups) for version_id, groups in found.items()}
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
-        return _rows(
-            "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
+        branch = (
+            "SELECT * FROM (SELECT e.rowid FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
             "JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
-            f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s",
-            [search_terms.fts5(terms), tenant, SCAN],
+            f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
+        )
+        params = [
+            value
+            for i in range(len(terms.groups))
+            for value in (search_terms.fts5(_group_terms(terms, i)), tenant, ENTITY_SCAN)
+        ]
+        return _rows(
+            "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
+            f"WHERE e.rowid IN ({' UNION '.join([branch] * len(terms.groups))})",
+            params,
         )
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:

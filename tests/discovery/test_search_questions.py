@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 
 from memory import fulltext
+from memory.models import Entity
 from memory.search_terms import with_identifiers
 from tests.api.support import Written, create_entity, preference_body, record_source
 from tests.conftest import World
@@ -117,6 +118,37 @@ def test_an_entity_named_in_a_mixed_query_is_followed_to_its_facts(
     assert customers["other_address"] not in facts  # no word of it names Dana
     order = next(r for r in body["results"] if r["id"] == customers["order"])
     assert {"subject", "value"} <= set(order["matched"])
+
+
+def test_a_question_naming_one_customer_among_hundreds_finds_that_customers_fact(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    # A CRM's customers are all "Customer …": the word every name shares must not crowd
+    # the one the question names out of the names read, nor send it to other customers.
+    Entity.objects.bulk_create(
+        Entity(
+            tenant=world.tenant,
+            kind="customer",
+            name=f"Customer {n}",
+            name_normalized=f"customer {n}",
+        )
+        for n in range(1, 301)
+    )
+    agent = world.client("agent")
+    late = create_entity(agent, "Customer 5000")
+    source = record_source(agent, content="Customer 5000: deliveries to 7 Quay Lane.")
+    fact = propose(
+        world,
+        django_capture_on_commit_callbacks,
+        "agent",
+        preference_body(late, source, value="7 Quay Lane", statement="Deliveries go to the quay."),
+    )
+
+    body = answer(world, "when does Customer 5000 want things sent over")
+
+    assert body["match"] == "some"
+    assert ids(body, "memory") == [fact["id"]]
+    assert ids(body)[0] in (late, fact["id"])
 
 
 def test_when_every_word_matches_the_answer_says_all_and_lists_only_those(
