@@ -777,10 +777,12 @@ class _Postgres(_Backend):
         }
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
+        # Each group's rows whole, not their ids joined back: PostgreSQL would read every
+        # entity to join a few hundred ids.
         branch = (
-            f"(SELECT e.id FROM memory_entity e WHERE e.tenant_id = %s AND "  # noqa: S608 - constant SQL, bound values
-            f"{fulltext.ENTITY_DOCUMENT} @@ to_tsquery('{fulltext.NAME_CONFIG}', %s) "
-            f"AND {_LIVE} LIMIT %s)"
+            "(SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
+            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ "
+            f"to_tsquery('{fulltext.NAME_CONFIG}', %s) AND {_LIVE} LIMIT %s)"
         )
         params = [
             value
@@ -788,11 +790,7 @@ class _Postgres(_Backend):
             for value in (tenant, search_terms.tsquery(_group_terms(terms, i)), ENTITY_SCAN)
         ]
         with _planned_for_their_words():
-            return _rows(
-                "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-                f"WHERE e.id IN ({' UNION '.join([branch] * len(terms.groups))})",
-                params,
-            )
+            return _rows(" UNION ".join([branch] * len(terms.groups)), params)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
@@ -992,8 +990,8 @@ class _Sqlite(_Backend):
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
         branch = (
-            "SELECT * FROM (SELECT e.rowid FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
-            "JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
+            "SELECT * FROM (SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at "  # noqa: S608 - constant SQL, bound values
+            "FROM memory_entity_fts JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
             f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
         )
         params = [
@@ -1001,11 +999,7 @@ class _Sqlite(_Backend):
             for i in range(len(terms.groups))
             for value in (search_terms.fts5(_group_terms(terms, i)), tenant, ENTITY_SCAN)
         ]
-        return _rows(
-            "SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-            f"WHERE e.rowid IN ({' UNION '.join([branch] * len(terms.groups))})",
-            params,
-        )
+        return _rows(" UNION ".join([branch] * len(terms.groups)), params)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         """Members of a fact not found by its text alone, by any word (those found by
