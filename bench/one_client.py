@@ -61,6 +61,61 @@ def spread(samples: Sequence[float]) -> dict[str, Any]:
     return {"n": len(ordered), "p50_ms": at(50), "p95_ms": at(95), "p99_ms": at(99)}
 
 
+Samples = dict[str, list[float]]
+Sizes = dict[str, list[int]]
+
+
+def warm(call: Callable[[dict[str, Any]], Any], queries: Workload) -> None:
+    """The first 20 queries, untimed: the connection, the plans and the caches."""
+    for _kind, data in queries[:20]:
+        call(data)
+
+
+def timed(
+    call: Callable[[dict[str, Any]], Any],
+    queries: Workload,
+    seconds: float,
+    size_of: Callable[[Any], int],
+    *,
+    start: int = 0,
+) -> tuple[Samples, Sizes, int]:
+    """Each query in turn from ``start``, one at a time, for ``seconds``: milliseconds
+    and answer sizes per kind, and where the next run goes on."""
+    by_kind: Samples = {}
+    sizes: Sizes = {}
+    deadline = time.monotonic() + seconds
+    i = start
+    while time.monotonic() < deadline:
+        kind, data = queries[i % len(queries)]
+        i += 1
+        started = time.perf_counter()
+        answer = call(data)
+        by_kind.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
+        sizes.setdefault(kind, []).append(size_of(answer))
+    return by_kind, sizes, i
+
+
+def summary(
+    by_kind: Samples, sizes: Sizes, size_name: str, target_ms: float | None = None
+) -> dict[str, Any]:
+    """The spread per kind and over all, the mean answer size, and the target's verdict."""
+    overall = spread([ms for samples in by_kind.values() for ms in samples])
+    summarized: dict[str, Any] = {
+        "overall": overall,
+        "kinds": {
+            kind: {**spread(samples), size_name: round(statistics.mean(sizes[kind]), 1)}
+            for kind, samples in by_kind.items()
+        },
+    }
+    if target_ms is not None:
+        summarized["target"] = {
+            "p95_ms_at_most": target_ms,
+            "measured_p95_ms": overall["p95_ms"],
+            "met": overall["p95_ms"] <= target_ms,
+        }
+    return summarized
+
+
 def closed_loop(
     call: Callable[[dict[str, Any]], Any],
     queries: Workload,
@@ -71,32 +126,9 @@ def closed_loop(
 ) -> dict[str, Any]:
     """Each query in turn, one at a time, for ``seconds`` (after 20 to warm the connection,
     the plans and the caches): the spread per kind, the mean ``size_of`` each answer."""
-    for _kind, data in queries[:20]:
-        call(data)
-    by_kind: dict[str, list[float]] = {}
-    sizes: dict[str, list[int]] = {}
-    deadline = time.monotonic() + seconds
-    i = 0
-    while time.monotonic() < deadline:
-        kind, data = queries[i % len(queries)]
-        i += 1
-        started = time.perf_counter()
-        answer = call(data)
-        by_kind.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
-        sizes.setdefault(kind, []).append(size_of(answer))
-    overall = spread([ms for samples in by_kind.values() for ms in samples])
-    return {
-        "overall": overall,
-        "kinds": {
-            kind: {**spread(samples), size_name: round(statistics.mean(sizes[kind]), 1)}
-            for kind, samples in by_kind.items()
-        },
-        "target": {
-            "p95_ms_at_most": target_ms,
-            "measured_p95_ms": overall["p95_ms"],
-            "met": overall["p95_ms"] <= target_ms,
-        },
-    }
+    warm(call, queries)
+    by_kind, sizes, _ = timed(call, queries, seconds, size_of)
+    return summary(by_kind, sizes, size_name, target_ms)
 
 
 def report(
@@ -132,6 +164,12 @@ def report(
             f"  {kind:<22} n={line['n']:<6} p50 {line['p50_ms']:>7} ms  "
             f"p95 {line['p95_ms']:>7} ms  p99 {line['p99_ms']:>7} ms"
         )
+    baseline = result.get("baseline")
+    if baseline:
+        print(f"  baseline, same run: {baseline['name']} (p95 with / without)")
+        for kind, ratio in [("all", baseline["p95_ratio"]), *baseline["kinds"].items()]:
+            line = baseline["overall"] if kind == "all" else baseline["spread"][kind]
+            print(f"  {kind:<22} p95 {line['p95_ms']:>7} ms  ratio {ratio:>5}")
     target = result["target"]
     verdict = "met" if target["met"] else "missed"
     print(f"  target p95 ≤ {target['p95_ms_at_most']:g} ms: {verdict}")

@@ -20,6 +20,12 @@ tenant's vectors in the HNSW index), each with its query's embedding. One client
 ``--seconds``; p50/p95/p99 per query kind and over all. No HTTP: the HTTP floor is
 ``bench.resolve_bench``'s; add it to compare with a served request.
 
+Baseline, in the same run: the same queries with semantic retrieval off (words only,
+what search was before issue 45), in four interleaved rounds (half of each round's
+time each way, the same queries in the same order), so that a slow or busy
+machine slows both alike; the report gives each kind's p95 both ways and their ratio.
+Semantic kinds in words only are lexical search's own answer to the same question.
+
 Target: p95 over all queries ≤ 50 ms at 1M versions. Results: a printed table and
 ``bench/results/search-<date>.json``.
 """
@@ -27,11 +33,14 @@ Target: p95 over all queries ≤ 50 ms at 1M versions. Results: a printed table 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bench import one_client
 
 P95_TARGET_MS = 50.0
+ROUNDS = 4  # interleaved rounds of words only and with meaning
 PROBES = 200
 FIELD_WORDS = ("payment terms", "delivery address", "shipping window", "approval limit")
 # Questions in other words than the facts', with no name in them: read by meaning across
@@ -75,6 +84,34 @@ def _workload(rng: random.Random) -> tuple[Any, list[tuple[str, dict[str, Any]]]
     return principal, queries
 
 
+@contextmanager
+def _words_only() -> Iterator[None]:
+    """Semantic retrieval off for the block, as ``MEMGOV_SEMANTIC=false`` turns it off;
+    the configured model is looked up again on both sides, before any timed call."""
+    from django.test import override_settings
+
+    from memory import embeddings
+
+    with override_settings(MEMGOV_SEMANTIC=False):
+        embeddings.configured.cache_clear()
+        embeddings.configured()
+        try:
+            yield
+        finally:
+            embeddings.configured.cache_clear()
+    embeddings.configured()
+
+
+def _merge(into: tuple[dict[str, Any], dict[str, Any]], run: tuple[Any, Any, int]) -> None:
+    for mine, theirs in zip(into, run[:2], strict=True):
+        for kind, values in theirs.items():
+            mine.setdefault(kind, []).extend(values)
+
+
+def _ratio(with_meaning: dict[str, Any], words: dict[str, Any]) -> float:
+    return round(with_meaning["p95_ms"] / words["p95_ms"], 2) if words["p95_ms"] else 0.0
+
+
 def main(argv: list[str] | None = None) -> None:
     args, url = one_client.arguments(__doc__ or "", argv)
     one_client.setup(url)
@@ -82,14 +119,42 @@ def main(argv: list[str] | None = None) -> None:
 
     def run() -> dict[str, Any]:
         principal, queries = _workload(random.Random(args.seed))
-        return one_client.closed_loop(
-            lambda data: searched(principal, data),
-            queries,
-            args.seconds,
-            lambda page: len(page.results),
-            "mean_results",
-            P95_TARGET_MS,
-        )
+
+        def call(data: dict[str, Any]) -> Any:
+            return searched(principal, data)
+
+        def size(page: Any) -> int:
+            return len(page.results)
+
+        meaning: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+        words: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+        with _words_only():
+            one_client.warm(call, queries)
+        one_client.warm(call, queries)
+        at_words = at_meaning = 0
+        share = args.seconds / ROUNDS / 2
+        for _ in range(ROUNDS):
+            with _words_only():
+                run_words = one_client.timed(call, queries, share, size, start=at_words)
+            _merge(words, run_words)
+            run_meaning = one_client.timed(call, queries, share, size, start=at_meaning)
+            _merge(meaning, run_meaning)
+            at_words, at_meaning = run_words[2], run_meaning[2]
+        result = one_client.summary(*meaning, "mean_results", P95_TARGET_MS)
+        base = one_client.summary(*words, "mean_results")
+        result["baseline"] = {
+            "name": "words only (semantic retrieval off), interleaved rounds",
+            "rounds": ROUNDS,
+            "overall": base["overall"],
+            "spread": base["kinds"],
+            "p95_ratio": _ratio(result["overall"], base["overall"]),
+            "kinds": {
+                kind: _ratio(line, base["kinds"][kind])
+                for kind, line in result["kinds"].items()
+                if kind in base["kinds"]
+            },
+        }
+        return result
 
     one_client.report("search", args, url, argv, run)
 
