@@ -449,6 +449,11 @@ def _excluded(q: str) -> search_terms.Terms | None:
     return search_terms.Terms((excluded,), ()) if excluded else None
 
 
+def _like(text: str) -> str:
+    """``text`` matched literally by LIKE."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _group_terms(terms: search_terms.Terms, group: int) -> search_terms.Terms:
     """One group of the query alone, the exclusions kept."""
     return search_terms.Terms((terms.groups[group],), terms.excluded)
@@ -778,19 +783,27 @@ class _Postgres(_Backend):
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
         # Each group's rows whole, not their ids joined back: PostgreSQL would read every
-        # entity to join a few hundred ids.
-        branch = (
-            "(SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at FROM memory_entity e "  # noqa: S608 - constant SQL, bound values
-            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ "
-            f"to_tsquery('{fulltext.NAME_CONFIG}', %s) AND {_LIVE} LIMIT %s)"
+        # entity to join a few hundred ids. Names and refs by their text index, aliases
+        # ("Harbor Foods") by their trigram index, the words checked in Python.
+        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
+        by_name = (
+            f"(SELECT {cols} FROM memory_entity e WHERE e.tenant_id = %s AND "  # noqa: S608 - constant SQL, bound values
+            f"{fulltext.ENTITY_DOCUMENT} @@ to_tsquery('{fulltext.NAME_CONFIG}', %s) "
+            f"AND {_LIVE} LIMIT %s)"
         )
-        params = [
-            value
-            for i in range(len(terms.groups))
-            for value in (tenant, search_terms.tsquery(_group_terms(terms, i)), ENTITY_SCAN)
-        ]
+        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
+        branches, params = [], []
+        for group in terms.groups:
+            holds = " OR ".join([f"{alias} LIKE %s"] * len(group))
+            branches += [
+                by_name,
+                f"(SELECT {cols} FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "  # noqa: S608 - constant SQL, bound values
+                f"WHERE a.tenant_id = %s AND ({holds}) AND {_LIVE} LIMIT %s)",
+            ]
+            params += [tenant, search_terms.tsquery(search_terms.Terms((group,), ())), ENTITY_SCAN]
+            params += [tenant, *(f"%{_like(term.text)}%" for term in group), ENTITY_SCAN]
         with _planned_for_their_words():
-            return _rows(" UNION ".join([branch] * len(terms.groups)), params)
+            return _rows(" UNION ".join(branches), params)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
@@ -989,17 +1002,23 @@ class _Sqlite(_Backend):
         return {version_id: frozenset(groups) for version_id, groups in found.items()}
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
-        branch = (
-            "SELECT * FROM (SELECT e.id, e.kind, e.name, e.external_ref, e.erased_at "  # noqa: S608 - constant SQL, bound values
-            "FROM memory_entity_fts JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
+        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
+        by_name = (
+            f"SELECT * FROM (SELECT {cols} FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
+            "JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
             f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
         )
-        params = [
-            value
-            for i in range(len(terms.groups))
-            for value in (search_terms.fts5(_group_terms(terms, i)), tenant, ENTITY_SCAN)
-        ]
-        return _rows(" UNION ".join([branch] * len(terms.groups)), params)
+        by_alias = (
+            f"SELECT * FROM (SELECT {cols} FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
+            "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
+            "JOIN memory_entity e ON e.id = a.entity_id "
+            f"WHERE memory_alias_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
+        )
+        params = []
+        for i in range(len(terms.groups)):
+            match = search_terms.fts5(search_terms.Terms((terms.groups[i],), ()))
+            params += [match, tenant, ENTITY_SCAN, match, tenant, ENTITY_SCAN]
+        return _rows(" UNION ".join([by_name, by_alias] * len(terms.groups)), params)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         """Members of a fact not found by its text alone, by any word (those found by

@@ -151,6 +151,31 @@ def test_a_question_naming_one_customer_among_hundreds_finds_that_customers_fact
     assert ids(body)[0] in (late, fact["id"])
 
 
+def test_a_customer_named_by_its_alias_in_a_question_is_followed_to_its_facts(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    agent = world.client("agent")
+    harbor = create_entity(agent, "Customer 97", aliases=["Harbor Foods"])
+    other = create_entity(agent, "Customer 45")
+
+    def window(subject: str, value: str) -> str:
+        source = record_source(agent, content=f"Shipping window: {value}.")
+        body = preference_body(
+            subject, source, field="shipping_window", value=value, statement=f"Ships {value}."
+        )
+        return str(propose(world, django_capture_on_commit_callbacks, "agent", body)["id"])
+
+    harbors = window(harbor, "weekday mornings")
+    window(other, "friday afternoons")
+
+    body = answer(world, "Harbor Foods shipping window")
+
+    assert body["match"] == "all"
+    assert ids(body, "memory") == [harbors]
+    fact = next(r for r in body["results"] if r["id"] == harbors)
+    assert "subject" in fact["matched"]
+
+
 def test_when_every_word_matches_the_answer_says_all_and_lists_only_those(
     world: World, customers: dict[str, str]
 ):
