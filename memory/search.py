@@ -23,15 +23,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
 
 from core.principals import Principal
-from memory import fulltext, search_terms
+from memory import fulltext, search_names, search_terms
 from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
 
@@ -449,11 +448,6 @@ def _excluded(q: str) -> search_terms.Terms | None:
     return search_terms.Terms((excluded,), ()) if excluded else None
 
 
-def _like(text: str) -> str:
-    """``text`` matched literally by LIKE."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _group_terms(terms: search_terms.Terms, group: int) -> search_terms.Terms:
     """One group of the query alone, the exclusions kept."""
     return search_terms.Terms((terms.groups[group],), terms.excluded)
@@ -597,25 +591,8 @@ def narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
     return sql, params
 
 
-# An erased entity is never a candidate, nor followed to facts (issue 42).
-_LIVE = "e.erased_at IS NULL"
+_LIVE = search_names.LIVE
 _VERSION_COLUMNS = "v.id, v.item_id, v.number, v.kind, v.subject_id, v.field, v.statement, v.status"
-
-
-@contextmanager
-def _planned_for_their_words() -> Iterator[None]:
-    """Names read by plans made for the words given, not by the generic plan a prepared
-    statement falls back to after five runs: the best way to read names near "customer
-    16716" (the tenant's names in order: most are near enough) is the worst for a rare
-    word, and the generic plan for both read every name's trigrams (22 ms instead of 4
-    at 1M versions). The rest of the search keeps its prepared plans. PostgreSQL only."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL plan_cache_mode = force_custom_plan")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
 class _Postgres(_Backend):
@@ -662,7 +639,7 @@ class _Postgres(_Backend):
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
         alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
-        with _planned_for_their_words():
+        with search_names.planned_for_their_words():
             names = _rows(
                 f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) "  # noqa: S608 - constant SQL, bound values
                 f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
@@ -782,28 +759,7 @@ class _Postgres(_Backend):
         }
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
-        # Each group's rows whole, not their ids joined back: PostgreSQL would read every
-        # entity to join a few hundred ids. Names and refs by their text index, aliases
-        # ("Harbor Foods") by their trigram index, the words checked in Python.
-        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
-        by_name = (
-            f"(SELECT {cols} FROM memory_entity e WHERE e.tenant_id = %s AND "  # noqa: S608 - constant SQL, bound values
-            f"{fulltext.ENTITY_DOCUMENT} @@ to_tsquery('{fulltext.NAME_CONFIG}', %s) "
-            f"AND {_LIVE} LIMIT %s)"
-        )
-        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
-        branches, params = [], []
-        for group in terms.groups:
-            holds = " OR ".join([f"{alias} LIKE %s"] * len(group))
-            branches += [
-                by_name,
-                f"(SELECT {cols} FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "  # noqa: S608 - constant SQL, bound values
-                f"WHERE a.tenant_id = %s AND ({holds}) AND {_LIVE} LIMIT %s)",
-            ]
-            params += [tenant, search_terms.tsquery(search_terms.Terms((group,), ())), ENTITY_SCAN]
-            params += [tenant, *(f"%{_like(term.text)}%" for term in group), ENTITY_SCAN]
-        with _planned_for_their_words():
-            return _rows(" UNION ".join(branches), params)
+        return search_names.on_postgresql(tenant, terms.groups, ENTITY_SCAN)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         rows = [c.row for c in candidates if c.row is not None and TEXT in c.matched]
@@ -1002,23 +958,7 @@ class _Sqlite(_Backend):
         return {version_id: frozenset(groups) for version_id, groups in found.items()}
 
     def entity_rows(self, tenant: int, terms: search_terms.Terms) -> list[tuple[Any, ...]]:
-        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
-        by_name = (
-            f"SELECT * FROM (SELECT {cols} FROM memory_entity_fts "  # noqa: S608 - constant SQL, bound values
-            "JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
-            f"WHERE memory_entity_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
-        )
-        by_alias = (
-            f"SELECT * FROM (SELECT {cols} FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
-            "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
-            "JOIN memory_entity e ON e.id = a.entity_id "
-            f"WHERE memory_alias_fts MATCH %s AND e.tenant_id = %s AND {_LIVE} LIMIT %s)"
-        )
-        params = []
-        for i in range(len(terms.groups)):
-            match = search_terms.fts5(search_terms.Terms((terms.groups[i],), ()))
-            params += [match, tenant, ENTITY_SCAN, match, tenant, ENTITY_SCAN]
-        return _rows(" UNION ".join([by_name, by_alias] * len(terms.groups)), params)
+        return search_names.on_sqlite(tenant, terms.groups, ENTITY_SCAN)
 
     def explain(self, candidates: list[Candidate], q: str, match: str) -> None:
         """Members of a fact not found by its text alone, by any word (those found by
