@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from core.models import IdempotencyRecord
-from memory.models import MemoryItem, MemoryVersion, Source
+from memory.models import Entity, MemoryItem, MemoryVersion, Source
 from tests.conftest import iso, later
 
 PROBLEM = "application/problem+json"
@@ -24,6 +24,16 @@ def record_source(
     response = client.post("/api/v1/sources", {"kind": kind, "content": content, **extra}, "json")
     assert response.status_code == 201, response.content
     return str(response.json()["id"])
+
+
+def look_alike_customers(tenant: Any, count: int) -> None:
+    """A CRM's customers, all "Customer 1" … "Customer <count>", written at once."""
+    Entity.objects.bulk_create(
+        Entity(
+            tenant=tenant, kind="customer", name=f"Customer {n}", name_normalized=f"customer {n}"
+        )
+        for n in range(1, count + 1)
+    )
 
 
 def create_entity(

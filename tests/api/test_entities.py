@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Alias, Entity
-from tests.api.support import Written, assert_problem, create_entity, record_source
+from memory.models import Alias
+from tests.api.support import (
+    Written,
+    assert_problem,
+    create_entity,
+    look_alike_customers,
+    record_source,
+)
 
 
 def _match(world, name: str, kind: str | None = None):
@@ -232,15 +238,7 @@ def test_an_exact_name_is_matched_though_another_name_has_the_word(world):
 def test_a_name_among_a_thousand_sharing_its_first_word_is_still_matched(world):
     # A CRM's customers are all "Customer …": the word in every name must not crowd the
     # one named out of the rows read.
-    Entity.objects.bulk_create(
-        Entity(
-            tenant=world.tenant,
-            kind="customer",
-            name=f"Customer {n}",
-            name_normalized=f"customer {n}",
-        )
-        for n in range(1, 1201)
-    )
+    look_alike_customers(world.tenant, 1200)
     late = create_entity(world.client("agent"), "Customer 5000")
 
     result = _match(world, "customer 5000")

@@ -11,9 +11,14 @@ import pytest
 from django.db import connection
 
 from memory import fulltext
-from memory.models import Entity
 from memory.search_terms import with_identifiers
-from tests.api.support import Written, create_entity, preference_body, record_source
+from tests.api.support import (
+    Written,
+    create_entity,
+    look_alike_customers,
+    preference_body,
+    record_source,
+)
 from tests.conftest import World
 from tests.discovery.support import get, propose
 
@@ -125,15 +130,7 @@ def test_a_question_naming_one_customer_among_hundreds_finds_that_customers_fact
 ):
     # A CRM's customers are all "Customer …": the word every name shares must not crowd
     # the one the question names out of the names read, nor send it to other customers.
-    Entity.objects.bulk_create(
-        Entity(
-            tenant=world.tenant,
-            kind="customer",
-            name=f"Customer {n}",
-            name_normalized=f"customer {n}",
-        )
-        for n in range(1, 301)
-    )
+    look_alike_customers(world.tenant, 300)
     agent = world.client("agent")
     late = create_entity(agent, "Customer 5000")
     source = record_source(agent, content="Customer 5000: deliveries to 7 Quay Lane.")
