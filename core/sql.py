@@ -7,7 +7,7 @@ once a connection has run them a few times, where the deployment allows it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from typing import Any, TypeVar
@@ -94,6 +94,13 @@ def json_loads(data: Buffer | str) -> Any:
     if len(raw) >= 19 and _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO):
         return json.loads(raw)
     return orjson.loads(raw)
+
+
+def fetched(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Every row of one statement on the default connection."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
 
 
 def placeholders(values: Collection[Any]) -> str:

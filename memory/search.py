@@ -30,6 +30,7 @@ from typing import Any
 from django.db import connection
 
 from core.principals import Principal
+from core.sql import fetched
 from memory import fulltext, search_names, search_terms
 from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
 from memory.visibility import allowed_labels, visible_sql
@@ -458,12 +459,6 @@ def _any_terms(terms: search_terms.Terms) -> search_terms.Terms:
     return search_terms.Terms((tuple(t for g in terms.groups for t in g),), ())
 
 
-def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
-
-
 def entity_candidate(row: tuple[Any, ...], score: float, matched: set[str]) -> Candidate:
     entity_id, kind, name, external_ref, erased_at = row
     return Candidate(
@@ -601,7 +596,7 @@ class _Postgres(_Backend):
     def entities(self, tenant: int, q: str) -> list[Candidate]:
         norm = search_terms.positive_text(q)
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
-        text = _rows(
+        text = fetched(
             f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
             "e.external_ref = %s "
             f"FROM memory_entity e, to_tsquery('{fulltext.NAME_CONFIG}', %s) query "
@@ -635,18 +630,19 @@ class _Postgres(_Backend):
     ) -> list[tuple[tuple[Any, ...], str, float, str]]:
         """Names and aliases at ``threshold`` word similarity or above, SCAN of each: the
         threshold set for this transaction (``<%`` reads it; pg_trgm's default is 0.6)."""
-        _rows("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)", [str(threshold)])
+        threshold_sql = "SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)"
+        fetched(threshold_sql, [str(threshold)])
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
         alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
         with search_names.planned_for_their_words():
-            names = _rows(
+            names = fetched(
                 f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) "  # noqa: S608 - constant SQL, bound values
                 f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
                 "LIMIT %s",
                 [norm, tenant, norm, SCAN],
             )
-            aliases = _rows(
+            aliases = fetched(
                 f"SELECT {cols}, a.normalized, word_similarity(%s, {alias}) "  # noqa: S608 - constant SQL, bound values
                 "FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "
                 f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% {alias} LIMIT %s",
@@ -683,7 +679,7 @@ class _Postgres(_Backend):
             matching_params = [*text_params, SCAN]
         # By text, ranked; which members matched is worked out for the page only
         # (``explain``): three more vectors a row would triple the cost of a common word.
-        return _rows(
+        return fetched(
             f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
             f"FROM memory_memoryversion v, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             f"WHERE v.id IN ({matching})",
@@ -715,7 +711,7 @@ class _Postgres(_Backend):
         if ids:
             # Through the entities the text names: their own facts and those referencing
             # them, each branch on its own index; ranked by the entity, no text work.
-            rows += _rows(
+            rows += fetched(
                 f"SELECT {_VERSION_COLUMNS}, 0.0, ARRAY[]::text[] FROM memory_memoryversion v "  # noqa: S608 - constant SQL, bound values
                 f"WHERE v.id IN ((SELECT v.id FROM memory_memoryversion v WHERE {where} "
                 "AND v.subject_id = ANY(%s) LIMIT %s) UNION (SELECT v.id FROM "
@@ -747,7 +743,7 @@ class _Postgres(_Backend):
             for group in terms.groups
         ]
         # OFFSET 0: flattened, the subquery would make each row's document once per group.
-        rows = _rows(
+        rows = fetched(
             f"SELECT d.id, ARRAY[{tests}] FROM (SELECT v.id, "  # noqa: S608 - constant SQL, bound values
             f"{fulltext.VERSION_DOCUMENT} AS doc FROM memory_memoryversion v "
             "WHERE v.id = ANY(%s) OFFSET 0) d",
@@ -771,7 +767,7 @@ class _Postgres(_Backend):
         tsquery = search_terms.tsquery(_any_terms(terms), prefix=match == MATCH_SOME)
         ids = fulltext.IDENTIFIERS
         members = dict(
-            _rows(
+            fetched(
                 "SELECT v.id, array_remove(ARRAY["  # noqa: S608 - constant SQL, bound values
                 f"CASE WHEN to_tsvector('{config}', {ids}(v.field)) @@ query THEN 'field' END, "
                 f"CASE WHEN to_tsvector('{config}', {ids}(v.statement)) @@ query "
@@ -790,7 +786,7 @@ class _Postgres(_Backend):
 
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         doc = fulltext.SOURCE_DOCUMENT.replace("content", "s.content")
-        rows = _rows(
+        rows = fetched(
             "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, ts_rank(hit.doc, query) "  # noqa: S608 - constant SQL, bound values
             "FROM (SELECT s.id, "
             f"{doc} AS doc FROM memory_source s, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
@@ -842,7 +838,7 @@ class _Sqlite(_Backend):
         cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
         found: list[tuple[tuple[Any, ...], float, str]] = []
         if match:
-            rows = _rows(
+            rows = fetched(
                 f"SELECT {cols}, -bm25(memory_entity_fts), "  # noqa: S608 - constant SQL, bound values
                 "highlight(memory_entity_fts, 0, '[', ']') LIKE '%%[%%' "
                 "FROM memory_entity_fts JOIN memory_entity e ON e.rowid = memory_entity_fts.rowid "
@@ -854,7 +850,7 @@ class _Sqlite(_Backend):
                 how = "name" if on_name else "external_ref"
                 score = 1.0 if exact else _text_score(rank, norm, row[3])
                 found.append((tuple(row), score, how))
-            aliases = _rows(
+            aliases = fetched(
                 f"SELECT {cols}, -bm25(memory_alias_fts), a.normalized FROM memory_alias_fts "  # noqa: S608 - constant SQL, bound values
                 "JOIN memory_alias a ON a.id = memory_alias_fts.rowid "
                 "JOIN memory_entity e ON e.id = a.entity_id "
@@ -883,7 +879,7 @@ class _Sqlite(_Backend):
         self, tenant: int, labels: frozenset[str], query: SearchQuery, match: str
     ) -> list[tuple[Any, ...]]:
         where, params = self._where(tenant, labels, query)
-        hits = _rows(
+        hits = fetched(
             f"SELECT {_VERSION_COLUMNS}, -bm25(memory_version_fts), "  # noqa: S608 - constant SQL, bound values
             "highlight(memory_version_fts, 0, '[', ']'), "
             "highlight(memory_version_fts, 1, '[', ']'), "
@@ -922,7 +918,7 @@ class _Sqlite(_Backend):
             )
             params.append(search_terms.fts5(excluded))
         if ids:
-            by_entity = _rows(
+            by_entity = fetched(
                 f"SELECT {_VERSION_COLUMNS}, 0.0 FROM memory_memoryversion v WHERE {where} "  # noqa: S608 - constant SQL, bound values
                 f"AND (v.subject_id IN ({_in(ids)}) OR v.id IN (SELECT r.version_id FROM "
                 f"memory_entityreference r WHERE r.tenant_id = %s AND r.entity_id IN ({_in(ids)})))"
@@ -949,7 +945,7 @@ class _Sqlite(_Backend):
         found: dict[int, set[int]] = {}
         for i, group in enumerate(terms.groups):
             match = search_terms.fts5(search_terms.Terms((group,), ()), prefix=prefix)
-            for (version_id,) in _rows(
+            for (version_id,) in fetched(
                 "SELECT rowid FROM memory_version_fts WHERE memory_version_fts MATCH %s "  # noqa: S608 - constant SQL, bound values
                 f"AND rowid IN ({_in(version_ids)})",
                 [match, *version_ids],
@@ -969,7 +965,7 @@ class _Sqlite(_Backend):
         terms = search_terms.parse(q)
         expression = search_terms.fts5(_any_terms(terms), prefix=match == MATCH_SOME)
         members: dict[int, set[str]] = {}
-        for version_id, *highlights in _rows(
+        for version_id, *highlights in fetched(
             "SELECT rowid, highlight(memory_version_fts, 0, '[', ']'), "  # noqa: S608 - constant SQL, bound values
             "highlight(memory_version_fts, 1, '[', ']'), "
             "highlight(memory_version_fts, 2, '[', ']') FROM memory_version_fts "
@@ -990,7 +986,7 @@ class _Sqlite(_Backend):
         if not match:
             return []
         allowed = allowed_labels(labels)
-        rows = _rows(
+        rows = fetched(
             "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, "  # noqa: S608 - constant SQL, bound values
             "-bm25(memory_source_fts) FROM memory_source_fts "
             "JOIN memory_source s ON s.rowid = memory_source_fts.rowid "

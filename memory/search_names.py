@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import connection
 
+from core.sql import fetched
 from memory import fulltext, search_terms
 
 # An erased entity is never a candidate, nor followed to facts (issue 42).
@@ -58,7 +59,7 @@ def on_postgresql(
         params += [tenant, search_terms.tsquery(search_terms.Terms((group,), ())), limit]
         params += [tenant, *(f"%{_like(term.text)}%" for term in group), limit]
     with planned_for_their_words():
-        return _rows(" UNION ".join(branches), params)
+        return fetched(" UNION ".join(branches), params)
 
 
 def on_sqlite(
@@ -80,15 +81,9 @@ def on_sqlite(
     for group in groups:
         match = search_terms.fts5(search_terms.Terms((group,), ()))
         params += [match, tenant, limit, match, tenant, limit]
-    return _rows(" UNION ".join([by_name, by_alias] * len(groups)), params)
+    return fetched(" UNION ".join([by_name, by_alias] * len(groups)), params)
 
 
 def _like(text: str) -> str:
     """``text`` matched literally by LIKE."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return list(cursor.fetchall())
