@@ -62,6 +62,12 @@ POSTGRESQL_IDENTIFIERS = (
     "regexp_replace(m[1], '[^[:alnum:]]+', ' ', 'g'), ' ') FROM regexp_matches($1, "
     "'([[:alnum:]]+(?:[-/_.:#][[:alnum:]]+)+)', 'g') AS m WHERE m[1] ~ '[0-9]'), '') $$",
 )
+# Each index leads with the tenant (btree_gin), so one index scan reads only the tenant's
+# matches. btree_gin compares a bigint only with a bigint, and a Python int is bound as a
+# smaller integer: a query writes ``tenant_id = %s::bigint`` (``TENANT``), or PostgreSQL
+# reads the words' matches in every tenant and ANDs a btree read of all the tenant's rows
+# (a common phrase at 1M versions: 48 ms against 13).
+TENANT = "tenant_id = %s::bigint"
 POSTGRESQL_CREATE = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
     "CREATE EXTENSION IF NOT EXISTS btree_gin",

@@ -586,6 +586,15 @@ def narrowing(tenant: int, query: SearchQuery) -> tuple[str, list[Any]]:
     return sql, params
 
 
+def _readable_versions(
+    tenant: int, labels: frozenset[str], query: SearchQuery
+) -> tuple[str, list[Any]]:
+    """The tenant's versions in the asked statuses that ``labels`` may read (PostgreSQL)."""
+    visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
+    where = f"v.{fulltext.TENANT} AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
+    return where, [tenant, list(query.statuses), *visible_params]
+
+
 _LIVE = search_names.LIVE
 _VERSION_COLUMNS = "v.id, v.item_id, v.number, v.kind, v.subject_id, v.field, v.statement, v.status"
 
@@ -600,7 +609,7 @@ class _Postgres(_Backend):
             f"SELECT {cols}, ts_rank({fulltext.ENTITY_DOCUMENT}, query), "  # noqa: S608 - constant SQL, bound values
             "e.external_ref = %s "
             f"FROM memory_entity e, to_tsquery('{fulltext.NAME_CONFIG}', %s) query "
-            f"WHERE e.tenant_id = %s AND {fulltext.ENTITY_DOCUMENT} @@ query "
+            f"WHERE e.{fulltext.TENANT} AND {fulltext.ENTITY_DOCUMENT} @@ query "
             f"AND {_LIVE} LIMIT %s",
             [q.strip(), _tsquery(q), tenant, SCAN],
         )
@@ -614,10 +623,10 @@ class _Postgres(_Backend):
                 exact = norm == named
                 score = 1.0 if exact else _text_score(rank, norm, row[3])
                 found.append((tuple(row), score, how))
-        near = self._near(tenant, norm, SIMILARITY)
+        near = search_names.near_on_postgresql(tenant, norm, SIMILARITY, SCAN)
         if not found and not near:
             # A typo below the threshold: read once more, lower, keep what is one edit away.
-            near = self._near(tenant, norm, NEAR_SCAN)
+            near = search_names.near_on_postgresql(tenant, norm, NEAR_SCAN, SCAN)
         for entity, normalized, sim, way in near:
             folded = " ".join(search_terms.fold(normalized).split())
             score = 1.0 if way == "alias" and folded == norm else _near(norm, folded, sim)
@@ -625,40 +634,11 @@ class _Postgres(_Backend):
                 found.append((entity, score, way))
         return _merge_entities(found)
 
-    def _near(
-        self, tenant: int, norm: str, threshold: float
-    ) -> list[tuple[tuple[Any, ...], str, float, str]]:
-        """Names and aliases at ``threshold`` word similarity or above, SCAN of each: the
-        threshold set for this transaction (``<%`` reads it; pg_trgm's default is 0.6)."""
-        threshold_sql = "SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)"
-        fetched(threshold_sql, [str(threshold)])
-        cols = "e.id, e.kind, e.name, e.external_ref, e.erased_at"
-        name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
-        alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
-        with search_names.planned_for_their_words():
-            names = fetched(
-                f"SELECT {cols}, e.name_normalized, word_similarity(%s, {name}) "  # noqa: S608 - constant SQL, bound values
-                f"FROM memory_entity e WHERE e.tenant_id = %s AND {_LIVE} AND %s <%% {name} "
-                "LIMIT %s",
-                [norm, tenant, norm, SCAN],
-            )
-            aliases = fetched(
-                f"SELECT {cols}, a.normalized, word_similarity(%s, {alias}) "  # noqa: S608 - constant SQL, bound values
-                "FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "
-                f"WHERE a.tenant_id = %s AND {_LIVE} AND %s <%% {alias} LIMIT %s",
-                [norm, tenant, norm, SCAN],
-            )
-        return [(tuple(row), n, float(sim), "name") for *row, n, sim in names] + [
-            (tuple(row), n, float(sim), "alias") for *row, n, sim in aliases
-        ]
-
     def _text_rows(
         self, tenant: int, labels: frozenset[str], query: SearchQuery, tsquery: str
     ) -> list[tuple[Any, ...]]:
         doc = fulltext.VERSION_DOCUMENT
-        visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
-        where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
-        params: list[Any] = [tenant, list(query.statuses), *visible_params]
+        where, params = _readable_versions(tenant, labels, query)
         kind, kind_params = narrowing(tenant, dataclasses.replace(query, subject=None))
         text = f"{where}{kind} AND {doc} @@ to_tsquery('{fulltext.TEXT_CONFIG}', %s)"
         text_params = [*params, *kind_params, tsquery]
@@ -696,9 +676,7 @@ class _Postgres(_Backend):
         text: bool = True,
     ) -> list[tuple[Any, ...]]:
         rows = self._text_rows(tenant, labels, query, _tsquery(query.q)) if text else []
-        visible, visible_params = visible_sql("v.required_visibility", labels, "postgresql")
-        where = f"v.tenant_id = %s AND v.status = ANY(%s) AND v.erased_at IS NULL AND {visible}"
-        params: list[Any] = [tenant, list(query.statuses), *visible_params]
+        where, params = _readable_versions(tenant, labels, query)
         narrow, narrow_params = narrowing(tenant, query)
         where += narrow
         params += narrow_params
@@ -790,7 +768,8 @@ class _Postgres(_Backend):
             "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, ts_rank(hit.doc, query) "  # noqa: S608 - constant SQL, bound values
             "FROM (SELECT s.id, "
             f"{doc} AS doc FROM memory_source s, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
-            "WHERE s.tenant_id = %s AND s.content IS NOT NULL AND s.visibility ?| %s::text[] "
+            f"WHERE s.{fulltext.TENANT} AND s.content IS NOT NULL "
+            "AND s.visibility ?| %s::text[] "
             f"AND {doc} @@ query LIMIT %s) hit "
             "JOIN memory_source s ON s.id = hit.id, "
             f"to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "

@@ -35,6 +35,32 @@ def planned_for_their_words() -> Iterator[None]:
             cursor.execute("SET LOCAL plan_cache_mode TO DEFAULT")
 
 
+def near_on_postgresql(
+    tenant: int, norm: str, threshold: float, limit: int
+) -> list[tuple[tuple[Any, ...], str, float, str]]:
+    """Names and aliases at ``threshold`` word similarity or above, ``limit`` of each: the
+    threshold set for this transaction (``<%`` reads it; pg_trgm's default is 0.6)."""
+    fetched("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)", [str(threshold)])
+    name = fulltext.ENTITY_NAME.replace("name_normalized", "e.name_normalized")
+    alias = fulltext.ALIAS_NAME.replace("normalized", "a.normalized")
+    with planned_for_their_words():
+        names = fetched(
+            f"SELECT {_COLUMNS}, e.name_normalized, word_similarity(%s, {name}) "  # noqa: S608 - constant SQL, bound values
+            f"FROM memory_entity e WHERE e.{fulltext.TENANT} AND {LIVE} "
+            f"AND %s <%% {name} LIMIT %s",
+            [norm, tenant, norm, limit],
+        )
+        aliases = fetched(
+            f"SELECT {_COLUMNS}, a.normalized, word_similarity(%s, {alias}) "  # noqa: S608 - constant SQL, bound values
+            "FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "
+            f"WHERE a.{fulltext.TENANT} AND {LIVE} AND %s <%% {alias} LIMIT %s",
+            [norm, tenant, norm, limit],
+        )
+    return [(tuple(row), n, float(sim), "name") for *row, n, sim in names] + [
+        (tuple(row), n, float(sim), "alias") for *row, n, sim in aliases
+    ]
+
+
 def on_postgresql(
     tenant: int, groups: Sequence[tuple[search_terms.Term, ...]], limit: int
 ) -> list[tuple[Any, ...]]:
@@ -42,7 +68,7 @@ def on_postgresql(
     entity to join a few hundred ids): names and refs by their text index, aliases
     ("Harbor Foods") by their trigram index; the caller checks the words."""
     by_name = (
-        f"(SELECT {_COLUMNS} FROM memory_entity e WHERE e.tenant_id = %s AND "  # noqa: S608 - constant SQL, bound values
+        f"(SELECT {_COLUMNS} FROM memory_entity e WHERE e.{fulltext.TENANT} AND "  # noqa: S608 - constant SQL, bound values
         f"{fulltext.ENTITY_DOCUMENT} @@ to_tsquery('{fulltext.NAME_CONFIG}', %s) "
         f"AND {LIVE} LIMIT %s)"
     )
@@ -54,7 +80,7 @@ def on_postgresql(
         branches += [
             by_name,
             f"(SELECT {_COLUMNS} FROM memory_alias a JOIN memory_entity e ON e.id = a.entity_id "  # noqa: S608 - constant SQL, bound values
-            f"WHERE a.tenant_id = %s AND ({holds}) AND {LIVE} LIMIT %s)",
+            f"WHERE a.{fulltext.TENANT} AND ({holds}) AND {LIVE} LIMIT %s)",
         ]
         params += [tenant, search_terms.tsquery(search_terms.Terms((group,), ())), limit]
         params += [tenant, *(f"%{_like(term.text)}%" for term in group), limit]
