@@ -130,6 +130,8 @@ def lexical(principal: Principal, query: SearchQuery, *, by_meaning: bool = Fals
             mentions[entity.id] = Mention(entity, covers)
     entities = [e for e in entities if e.id in mentions and mentions[e.id].covers == every]
     followed = _followed(mentions, terms)
+    names = [str(m.candidate.body["name"]) for m in followed.values()]
+    query = dataclasses.replace(query, q=search_terms.phrased(query.q, names))
     rows = backend.versions(tenant, labels, query, list(followed))
     covered = _covered(backend, rows, followed, terms, every, prefix=False)
     facts = _version_candidates(rows, covered, followed)

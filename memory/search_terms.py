@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -177,6 +177,28 @@ def parse(q: str) -> Terms:
         else:
             groups.append([term])
     return Terms(tuple(tuple(g) for g in groups), tuple(excluded))
+
+
+def phrased(q: str, names: Iterable[str]) -> str:
+    """``q`` with each of ``names`` as one phrase where ``q`` says its words in a row, as
+    plain words: "Customer 88 delivery address" then matches a text that names Customer
+    88, not one that says "customer" and, in another customer's address, "88"."""
+    for name in names:
+        wanted = WORDS.findall(fold(name))
+        found = list(_TERM.finditer(q))
+        for start in range(len(found) - len(wanted) + 1 if len(wanted) > 1 else 0):
+            run = found[start : start + len(wanted)]
+            if all(
+                m.group(3) is not None
+                and not m.group(3).startswith("-")
+                and WORDS.findall(fold(without_possessive(m.group(3)))) == [word]
+                for m, word in zip(run, wanted, strict=True)
+            ):
+                first, end = run[0].start(3), run[-1].end(3)
+                last = run[-1].start(3) + len(without_possessive(run[-1].group(3)))
+                q = f'{q[:first]}"{q[first:last]}"{q[end:]}'
+                break
+    return q
 
 
 def positive_text(q: str) -> str:

@@ -173,6 +173,29 @@ def test_a_customer_named_by_its_alias_in_a_question_is_followed_to_its_facts(
     assert "subject" in fact["matched"]
 
 
+def test_a_customer_named_whole_is_not_matched_by_its_words_in_another_customers_fact(
+    world: World, django_capture_on_commit_callbacks: Any
+):
+    # Customer 45's statement says "customer" and her address "88": Customer 88's words,
+    # scattered, in a fact about someone else.
+    agent = world.client("agent")
+    asked, other = create_entity(agent, "Customer 88"), create_entity(agent, "Customer 45")
+
+    def address(subject: str, value: str, statement: str) -> str:
+        source = record_source(agent, content=statement)
+        body = preference_body(subject, source, value=value, statement=statement)
+        return str(propose(world, django_capture_on_commit_callbacks, "agent", body)["id"])
+
+    asked_address = address(asked, "3 Mill Lane", "Deliveries go to 3 Mill Lane.")
+    address(other, "88 Quarry Road", "The customer wants deliveries at 88 Quarry Road.")
+
+    body = answer(world, "Customer 88 delivery address")
+
+    assert body["match"] == "all"
+    assert ids(body, "memory") == [asked_address]
+    assert ids(body, "source") == []
+
+
 def test_when_every_word_matches_the_answer_says_all_and_lists_only_those(
     world: World, customers: dict[str, str]
 ):
