@@ -6,9 +6,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
-from accounts.grants import permission_grant
+from accounts.grants import permissions_grant
 from accounts.tenancy import user_create
 from core.models import GRANTABLE_PERMISSIONS, Tenant
 
@@ -65,11 +64,7 @@ class Command(BaseCommand):
             labels=labels,
             staff=options["staff"],
         )
-        with transaction.atomic():
-            for perm, dim, value in grants:
-                permission_grant(
-                    user=user, tenant=tenant, codename=perm, dimension=dim, value=value
-                )
+        permissions_grant(user=user, tenant=tenant, grants=grants)
         self.stdout.write(f"created user {user.get_username()} in {tenant.slug}")
         if options["staff"]:
             self.stdout.write(

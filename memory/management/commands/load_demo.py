@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from accounts import tenancy
-from accounts.grants import permission_grant
+from accounts.grants import grant_from_text, permissions_grant
 from core.models import ApiKey, Tenant
 from core.principals import Principal
 from memory import entities, proposals, sources
@@ -76,17 +76,9 @@ class Command(BaseCommand):
                 labels=["staff"],
                 staff=username == "rita",  # the demo's tenant admin
             )
-            for grant in grants:
-                perm, _, target = grant.partition("@")
-                dim, _, value = target.partition("=")
-                permission_grant(
-                    user=user,
-                    tenant=tenant,
-                    codename=perm,
-                    dimension=dim or None,
-                    value=value or None,
-                    actor="demo",
-                )
+            permissions_grant(
+                user=user, tenant=tenant, grants=[grant_from_text(g) for g in grants], actor="demo"
+            )
         agent = Principal(tenant=tenant, name="agent:assistant", labels=frozenset({"staff"}))
         _load_stories(agent)
         return tenant
