@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from config.celery import app as celery_app
@@ -108,6 +109,25 @@ class Site:
             shutdown_timeout=10,
         ):
             yield
+
+
+def open_until_active(site: Site, page: Any, key: str) -> None:
+    """The demo item ``key``'s page, opened again until it says active. Read through the
+    page, not the database the worker is writing. The page reloads itself when its checks
+    end (htmx's refresh): an opening of ours at that moment is aborted, and the page's own
+    load is waited for instead."""
+    url = f"{site.url}/memories/{site.demo.items[key]}/"
+    for _ in range(WAIT_MS // 500):
+        try:
+            page.goto(url)
+        except PlaywrightError as error:
+            if "ERR_ABORTED" not in str(error):
+                raise
+            page.wait_for_load_state()
+        if page.locator("main .badge", has_text="active").count():
+            break
+        page.wait_for_timeout(500)
+    expect(page.locator("main .badge").first).to_have_text("active")
 
 
 def screenshot(page: Any, name: str) -> Path:

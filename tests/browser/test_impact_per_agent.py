@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from accounts import tenancy
 from approvals.services import version_approve
 from memory.models import Status
-from tests.browser.conftest import WAIT_MS, Site, screenshot
+from tests.browser.conftest import WAIT_MS, Site, open_until_active, screenshot
 from tests.browser.test_accessibility import AXE, RUN_AXE
 
 pytestmark = pytest.mark.browser
@@ -29,12 +29,7 @@ def _approve_and_wait(site: Site, page: Any, key: str) -> None:
     for reviewer in ("rita", "lena"):
         version_approve(principal=site.demo.principal(reviewer), item=item, comment="ok")
     with site.worker():
-        for _ in range(WAIT_MS // 500):
-            page.goto(f"{site.url}/memories/{site.demo.items[key]}/")
-            if page.locator("main .badge", has_text="active").count():
-                break
-            page.wait_for_timeout(500)
-        expect(page.locator("main .badge").first).to_have_text("active")
+        open_until_active(site, page, key)
     assert item.versions.get().status == Status.ACTIVE
 
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from approvals.services import version_approve
 from memory.models import MemoryVersion, Policy, Status
-from tests.browser.conftest import WAIT_MS, Site, screenshot
+from tests.browser.conftest import Site, open_until_active, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -25,14 +25,7 @@ def _activate_both_material_check_rules(site: Site, page: Any) -> None:
                 version_approve(principal=site.demo.principal(reviewer), item=item, comment="ok")
     with site.worker():
         for key in ("p9_rule", "tenant_rule"):
-            # Read through the page, not the database the worker is writing: a page read
-            # while a check commits can fail, and is read again.
-            for _ in range(WAIT_MS // 500):
-                page.goto(f"{site.url}/memories/{site.demo.items[key]}/")
-                if page.locator("main .badge", has_text="active").count():
-                    break
-                page.wait_for_timeout(500)
-            expect(page.locator("main .badge").first).to_have_text("active")
+            open_until_active(site, page, key)
 
 
 def test_a_dry_run_names_the_exception_a_policy_without_specificity_would_fail(
