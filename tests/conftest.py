@@ -30,6 +30,26 @@ from core.principals import Principal
 from memory import embeddings
 
 RESTRICTED_LABELS = ["finance", "hr", "legal", "support", "x"]
+
+# Files that keep one process busy for a minute or more (``make test``'s durations): run
+# first, so a parallel run does not end with one process finishing one of them alone.
+LONGEST_FIRST = (
+    "tests/canary/test_canary_read_surfaces.py",
+    "tests/approvals/test_authorization_matrix.py",
+    "tests/semantic/test_semantic_on_sqlite.py",
+    "tests/api/test_strict_query_strings.py",
+    "tests/deploy/test_worker_liveness.py",
+    "tests/unit/test_resolver_properties.py",
+    "tests/mcp/test_live_transports.py",
+    "tests/deploy/test_worker_redis_outage.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``LONGEST_FIRST`` first (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)
+
+
 ALL_PERMISSIONS = [
     "review_task_fact",
     "review_enterprise_rule",

@@ -62,6 +62,7 @@ def _threads_held(watcher: psycopg.Connection[Any]) -> int:
     row = watcher.execute(
         "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
         " WHERE c.relname = 'memory_memoryitem' AND NOT l.granted"
+        " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     ).fetchone()
     return int(row[0]) if row else 0
 
