@@ -24,10 +24,11 @@ from core.principals import Principal
 from core.sql import bound_on_server
 from memory import search, search_terms, semantic
 from memory.models import Entity, EntityReference, MemoryVersion
+from memory.references import references_of
 from memory.search import MATCH_ALL, MATCH_SOME, Candidate, Found, SearchQuery
 
 SEMANTIC = "semantic"  # in ``matched``: the candidate is near the query in meaning
-NEAREST = 40  # versions read by meaning per query
+NEAREST = 10  # versions read by meaning per query
 RRF_K = 10  # reciprocal rank fusion's constant: small, so the first ranks weigh most
 LEXICAL_WEIGHT = 1.0
 MEANING_WEIGHT = 1.0
@@ -99,42 +100,36 @@ def _meaning(
     whole = semantic.query_text(search_terms.positive_text(query.q))
     by_words = set(found.named)  # named by their words, most of them
     words = semantic.entity_words(sorted(by_words)) if by_words else {}
-    whole_vector: list[float] | None = None
+    said = _asked_words(terms)
+    by_names = not query.facts_only and not _names_only_known(query.q, by_words, words)
+    # What the query asks of the entities its words name is embedded with the whole query,
+    # in one forward pass (two texts cost what one does): meaning seldom names others.
+    guess = _asked(query.q, _named(said, words, by_words, set()), words)
+    texts = [whole] if by_names or not guess else []
+    vectors = _Vectors(model, texts + ([guess] if guess else []))
     entities = []
-    if not query.facts_only and not _names_only_known(query.q, by_words, words):
+    if by_names:
         # Another spelling or script of a name ("Chen Jing" for 陈静, beside Sarah Chen).
-        (whole_vector,) = semantic.query_vectors(model, [whole])
         entities = semantic.nearest_entities(
-            model, tenant, whole_vector, limit=semantic.NEAR_ENTITIES
+            model, tenant, vectors.of(whole), limit=semantic.NEAR_ENTITIES
         )
     # Named by its words, or by another spelling or script ("王伟", "Marta Kowalcyk"):
     # an entity near enough whose names hold a word of the query.
     by_meaning = {n.id for n in entities if n.similarity >= semantic.ENTITY_FLOOR}
-    candidates = by_words | by_meaning
     if by_meaning - by_words:
         words |= semantic.entity_words(sorted(by_meaning - by_words))
-    said = _asked_words(terms)
-    named = {e: _held(said, words.get(e, set()), near=e in by_meaning) for e in candidates}
-    # Of entities named in part, the one the query names most: "Giorgos Papadopoulos" is
-    # Γιώργος Παπαδόπουλος, not Papadopoulos Shipping; "Dana Kim" not Dana Whitfield.
-    named = {e: named[e] for e in search_terms.most_named({e: h for e, h in named.items() if h})}
+    named = _named(said, words, by_words, by_meaning)
     narrowing = search.narrowing(tenant, query)
-    vector, name_only = whole_vector, False
     if named or query.subject:
         # Few rows: their ids by their own indexes first (an OR of subject and reference
         # in one statement reads every version of the tenant), then each compared.
         narrowing = _among(principal, query, sorted(named))
-    if named:
-        asked = _remainder(query.q, set().union(*(words[e] for e in named)))
-        name_only = not any(w not in search_terms.STOP_WORDS for w in asked.split())
-        if not name_only:
-            (vector,) = semantic.query_vectors(model, [asked])
-    if vector is None:
-        (vector,) = semantic.query_vectors(model, [whole])
+    asked = _asked(query.q, named, words) if named else None
+    name_only = bool(named) and asked is None
     versions = semantic.nearest_versions(
         model,
         principal,
-        vector,
+        vectors.of(asked or whole),
         statuses=query.statuses,
         narrowing=narrowing,
         limit=NEAREST,
@@ -147,6 +142,39 @@ def _meaning(
         words=words,
         name_only=name_only,
     )
+
+
+class _Vectors:
+    """The query's texts, each embedded once; those known to be needed in one pass."""
+
+    def __init__(self, model: Any, texts: list[str]) -> None:
+        self.model = model
+        self.known = dict(zip(texts, semantic.query_vectors(model, texts), strict=True))
+
+    def of(self, text: str) -> list[float]:
+        if text not in self.known:
+            (self.known[text],) = semantic.query_vectors(self.model, [text])
+        return self.known[text]
+
+
+def _named(
+    said: tuple[str, ...], words: dict[str, set[str]], by_words: set[str], by_meaning: set[str]
+) -> dict[str, frozenset[str]]:
+    """The entities the query names, each with the words of the query its names hold: of
+    those named in part, the one named most ("Giorgos Papadopoulos" is Γιώργος
+    Παπαδόπουλος, not Papadopoulos Shipping; "Dana Kim" not Dana Whitfield)."""
+    held = {
+        e: _held(said, words.get(e, set()), near=e in by_meaning) for e in by_words | by_meaning
+    }
+    return {e: held[e] for e in search_terms.most_named({e: h for e, h in held.items() if h})}
+
+
+def _asked(q: str, named: dict[str, frozenset[str]], words: dict[str, set[str]]) -> str | None:
+    """What the query asks about the entities it names, or None when it only names them."""
+    if not named:
+        return None
+    asked = _remainder(q, set().union(*(words[e] for e in named)))
+    return asked if any(w not in search_terms.STOP_WORDS for w in asked.split()) else None
 
 
 SCOPE_LIMIT = 2000  # versions about the named entities compared one by one
@@ -391,7 +419,7 @@ def _by_meaning_alone(
 def _version_candidates(rows: list[int], meaning: Meaning) -> list[Candidate]:
     if not rows:
         return []
-    references = search.references_of(rows)
+    references = references_of(rows)
     versions = MemoryVersion.objects.filter(pk__in=rows).values_list(
         "pk", "item_id", "number", "kind", "subject_id", "field", "statement", "status"
     )

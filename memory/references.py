@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from django.db import connection
 from django.db.models import F, Q, QuerySet
 
 from core.models import Tenant
 from core.principals import Principal
+from core.sql import fetched
 from memory.entities import raise_erased, require_live
 from memory.models import Entity, EntityReference, MemoryVersion
 from memory.rules import Errors
@@ -85,11 +87,18 @@ def facts_about(principal: Principal, entity: Entity) -> QuerySet[MemoryVersion]
     )
 
 
-def referenced_by(versions: list[MemoryVersion]) -> dict[int, list[str]]:
-    """The entities each version's value references, in one query."""
+def references_of(version_ids: list[int]) -> dict[int, list[str]]:
+    """The entities each version's value references, in one statement. PostgreSQL: the
+    ids as one array (200 placeholders cost more to build and send than the read)."""
+    if connection.vendor == "postgresql":
+        pairs = fetched(
+            "SELECT version_id, entity_id FROM memory_entityreference WHERE version_id = ANY(%s)",
+            [version_ids],
+        )
+    else:
+        refs = EntityReference.objects.filter(version_id__in=version_ids)
+        pairs = list(refs.values_list("version_id", "entity_id"))
     found: dict[int, list[str]] = {}
-    rows = EntityReference.objects.filter(version__in=versions).order_by("entity_id")
-    for version_id, entity_id in rows.values_list("version_id", "entity_id"):
-        if entity_id not in found.setdefault(version_id, []):
-            found[version_id].append(entity_id)
+    for version_id, entity_id in pairs:
+        found.setdefault(version_id, []).append(entity_id)
     return found

@@ -32,7 +32,8 @@ from django.db import connection
 from core.principals import Principal
 from core.sql import fetched
 from memory import fulltext, search_names, search_terms
-from memory.models import OPEN_STATUSES, Alias, EntityReference, Status
+from memory.models import OPEN_STATUSES, Alias, Status
+from memory.references import references_of
 from memory.visibility import allowed_labels, visible_sql
 
 DEFAULT_STATUSES: tuple[str, ...] = (Status.ACTIVE, *OPEN_STATUSES)  # in use or may be
@@ -133,8 +134,9 @@ def lexical(principal: Principal, query: SearchQuery, *, by_meaning: bool = Fals
     names = [str(m.candidate.body["name"]) for m in followed.values()]
     query = dataclasses.replace(query, q=search_terms.phrased(query.q, names))
     rows = backend.versions(tenant, labels, query, list(followed))
-    covered = _covered(backend, rows, followed, terms, every, prefix=False)
-    facts = _version_candidates(rows, covered, followed)
+    references = references_of([row[0] for row in rows])
+    covered = _covered(backend, rows, references, followed, terms, every, prefix=False)
+    facts = _version_candidates(rows, references, covered, followed)
     whole = [c for c in facts if covered.get(c.row or 0) == every]
     if not query.facts_only:
         whole += entities
@@ -231,6 +233,7 @@ def _followed(mentions: dict[str, Mention], terms: search_terms.Terms) -> dict[s
 def _covered(
     backend: _Backend,
     rows: list[tuple[Any, ...]],
+    references: dict[int, list[str]],
     followed: dict[str, Mention],
     terms: search_terms.Terms,
     every: frozenset[int],
@@ -239,7 +242,6 @@ def _covered(
 ) -> dict[int, frozenset[int]]:
     """The groups each version row covers: all for a match of every word; else those its
     subject's and referenced entities' names hold and those its own text matches."""
-    references = references_of([row[0] for row in rows])
     covered: dict[int, frozenset[int]] = {}
     unsure: list[int] = []
     for row in rows:
@@ -282,7 +284,8 @@ def _partial(
         if by_meaning and followed:
             break  # the named entities' facts are read by meaning (memory.hybrid)
         rows += backend.versions_of_group(tenant, labels, query, terms, i)
-    covered = _covered(backend, rows, followed, terms, every, prefix=True)
+    references = references_of([row[0] for row in rows])
+    covered = _covered(backend, rows, references, followed, terms, every, prefix=True)
     hits = dict.fromkeys(countable, 0)
     for groups in covered.values():
         for i in groups & countable:
@@ -299,7 +302,7 @@ def _partial(
         return sum(weight.get(i, 0.0) for i in groups) / total
 
     candidates = []
-    for fact in _version_candidates(rows, covered, followed):
+    for fact in _version_candidates(rows, references, covered, followed):
         have = share(covered.get(fact.row or 0, frozenset()))
         if have:
             fact.score = PARTIAL_WEIGHT * have + (1 - PARTIAL_WEIGHT) * fact.score
@@ -313,15 +316,6 @@ def _partial(
                 candidates.append(entity)
     candidates.sort(key=lambda c: c.key)
     return candidates
-
-
-def references_of(version_ids: list[int]) -> dict[int, list[str]]:
-    references: dict[int, list[str]] = {}
-    for version_id, entity_id in EntityReference.objects.filter(
-        version_id__in=version_ids
-    ).values_list("version_id", "entity_id"):
-        references.setdefault(version_id, []).append(entity_id)
-    return references
 
 
 def explain(candidates: list[Candidate], q: str, match: str = MATCH_ALL) -> None:
@@ -493,13 +487,13 @@ def _merge_entities(found: Iterable[tuple[tuple[Any, ...], float, str]]) -> list
 
 def _version_candidates(
     rows: list[tuple[Any, ...]],
+    references: dict[int, list[str]],
     covered: dict[int, frozenset[int]],
     followed: dict[str, Mention],
 ) -> list[Candidate]:
     """Rows (id, item_id, number, kind, subject_id, field, statement, status, rank, hits),
     ``hits`` naming the members the text matched; a fact through an entity the query
     names ranks just below that entity."""
-    references = references_of([row[0] for row in rows])
     found: dict[int, Candidate] = {}
     for (
         version_id,
@@ -661,8 +655,9 @@ class _Postgres(_Backend):
             matching_params = [*text_params, SCAN]
         # By text, ranked; which members matched is worked out for the page only
         # (``explain``): three more vectors a row would triple the cost of a common word.
+        ranked = fulltext.RANKED_VERSION_DOCUMENT
         return fetched(
-            f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({doc}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
+            f"SELECT {_VERSION_COLUMNS}, ts_rank_cd({ranked}, query), ARRAY['{TEXT}'] "  # noqa: S608 - constant SQL, bound values
             f"FROM memory_memoryversion v, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             f"WHERE v.id IN ({matching})",
             [tsquery, *matching_params],
@@ -725,7 +720,7 @@ class _Postgres(_Backend):
         # OFFSET 0: flattened, the subquery would make each row's document once per group.
         rows = fetched(
             f"SELECT d.id, ARRAY[{tests}] FROM (SELECT v.id, "  # noqa: S608 - constant SQL, bound values
-            f"{fulltext.VERSION_DOCUMENT} AS doc FROM memory_memoryversion v "
+            f"{fulltext.RANKED_VERSION_DOCUMENT} AS doc FROM memory_memoryversion v "
             "WHERE v.id = ANY(%s) OFFSET 0) d",
             [*queries, version_ids],
         )
@@ -767,9 +762,9 @@ class _Postgres(_Backend):
     def sources(self, tenant: int, labels: frozenset[str], q: str) -> list[Candidate]:
         doc = fulltext.SOURCE_DOCUMENT.replace("content", "s.content")
         rows = fetched(
-            "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, ts_rank(hit.doc, query) "  # noqa: S608 - constant SQL, bound values
-            "FROM (SELECT s.id, "
-            f"{doc} AS doc FROM memory_source s, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
+            "SELECT s.id, s.kind, s.external_ref, s.content, s.revoked_at, "  # noqa: S608 - constant SQL, bound values
+            f"ts_rank({fulltext.RANKED_SOURCE_DOCUMENT}, query) FROM (SELECT s.id "
+            f"FROM memory_source s, to_tsquery('{fulltext.TEXT_CONFIG}', %s) query "
             f"WHERE s.{fulltext.TENANT} AND s.content IS NOT NULL "
             "AND s.visibility ?| %s::text[] "
             f"AND {doc} @@ query LIMIT %s) hit "
