@@ -5,10 +5,12 @@ Who may do what with those grants is answered in one place: ``core.authority``."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
-from guardian.shortcuts import assign_perm
+from guardian.utils import get_group_obj_perms_model, get_user_obj_perms_model
 
 from audit.services import AuditEntry, audit_append_many
 from core.models import GRANTABLE_PERMISSIONS, ScopeValue, Tenant
@@ -66,6 +68,7 @@ def permissions_grant(
             f"unknown permission {unknown[0]!r}; one of {sorted(GRANTABLE_PERMISSIONS)}"
         )
     with transaction.atomic():
+        targets: list[tuple[str, Tenant | ScopeValue]] = []
         events = []
         for codename, dimension, value in grants:
             target: Tenant | ScopeValue = tenant
@@ -73,7 +76,7 @@ def permissions_grant(
                 target, _ = ScopeValue.objects.get_or_create(
                     tenant=tenant, dimension=dimension, value=value or ""
                 )
-            assign_perm(f"core.{codename}", holder, target)
+            targets.append((codename, target))
             on = f"{dimension}={value}" if dimension else "tenant"
             events.append(
                 AuditEntry(
@@ -84,4 +87,28 @@ def permissions_grant(
                     data={"permission": codename, "on": on},
                 )
             )
+        _assign(holder, targets)
         audit_append_many(tenant=tenant, events=events)
+
+
+def _assign(holder: User | Group, targets: list[tuple[str, Tenant | ScopeValue]]) -> None:
+    """guardian's object permissions, one insert per kind of target (``assign_perm``
+    reads and writes once per grant); a grant the holder already has stays as it is."""
+    types = ContentType.objects.get_for_models(Tenant, ScopeValue)
+    permissions = {
+        (p.content_type_id, p.codename): p
+        for p in Permission.objects.filter(
+            content_type__in=types.values(), codename__in={c for c, _ in targets}
+        )
+    }
+    by_user = isinstance(holder, User)
+    rows: dict[Any, list[Any]] = {}
+    for codename, target in targets:
+        # The direct foreign-key model guardian keeps this target's grants in.
+        model = get_user_obj_perms_model(target) if by_user else get_group_obj_perms_model(target)
+        permission = permissions[(types[type(target)].pk, codename)]
+        row = model(permission=permission, content_object=target)
+        setattr(row, "user" if by_user else "group", holder)
+        rows.setdefault(model, []).append(row)
+    for model, made in rows.items():
+        model.objects.bulk_create(made, ignore_conflicts=True)
