@@ -97,10 +97,15 @@ RANKED_VERSION_DOCUMENT = f"coalesce(v.search_document, {VERSION_DOCUMENT})"
 RANKED_SOURCE_DOCUMENT = f"coalesce(s.search_document, {SOURCE_DOCUMENT})"
 
 
+def _keeper(table: str) -> str:
+    """The trigger, and its function, that keep ``table``'s stored document."""
+    return f"{table}_search_document"
+
+
 def stored_document_statements(table: str, document: str, columns: tuple[str, ...]) -> list[str]:
     """The column, and the trigger that keeps it: the document made from the new row's
     text (its columns read through a row alias, so the expression is the index's own)."""
-    function = f"{table}_search_document"
+    function = _keeper(table)
     new = ", ".join(f"NEW.{c}" for c in columns)
     unchanged = " AND ".join(f"NEW.{c} IS NOT DISTINCT FROM OLD.{c}" for c in columns)
     return [
@@ -118,28 +123,29 @@ def stored_document_statements(table: str, document: str, columns: tuple[str, ..
 def backfill_documents(cursor: Any, table: str, document: str, *, batch: int = 5000) -> None:
     """Each row without its document, in batches of ids in order, one short transaction
     each (the migration is not atomic): writes go on meanwhile; a rerun resumes."""
-    last = None
+    # Ids are numbers or text: the first batch has no lower bound.
+    after, bound = "", list[Any]()
     while True:
-        after = "" if last is None else "WHERE id > %s "
         cursor.execute(
-            f"SELECT max(id) FROM (SELECT id FROM {table} {after}ORDER BY id LIMIT %s) b",  # noqa: S608 - constant SQL, bound values
-            [*([] if last is None else [last]), batch],
+            f"SELECT max(id) FROM (SELECT id FROM {table} WHERE TRUE {after}"  # noqa: S608 - constant SQL, bound values
+            "ORDER BY id LIMIT %s) b",
+            [*bound, batch],
         )
         (upto,) = cursor.fetchone()
         if upto is None:
             return
         cursor.execute(
-            f"UPDATE {table} SET search_document = {document} "  # noqa: S608 - constant SQL, bound values
-            f"{after or 'WHERE TRUE '}AND id <= %s AND search_document IS NULL",
-            [*([] if last is None else [last]), upto],
+            f"UPDATE {table} SET search_document = {document} WHERE TRUE {after}"  # noqa: S608 - constant SQL, bound values
+            "AND id <= %s AND search_document IS NULL",
+            [*bound, upto],
         )
-        last = upto
+        after, bound = "AND id > %s ", [upto]
 
 
 def drop_stored_documents(cursor: Any) -> None:
     for table, _document, _columns in STORED_DOCUMENTS:
-        cursor.execute(f"DROP TRIGGER IF EXISTS {table}_search_document ON {table}")
-        cursor.execute(f"DROP FUNCTION IF EXISTS {table}_search_document()")
+        cursor.execute(f"DROP TRIGGER IF EXISTS {_keeper(table)} ON {table}")
+        cursor.execute(f"DROP FUNCTION IF EXISTS {_keeper(table)}()")
         cursor.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS search_document")
 
 
