@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
 from core.errors import Forbidden
 from core.kinds import MemoryKind
@@ -305,20 +305,20 @@ def _grants(
     members = User.groups.through._meta.db_table
     statements: list[str] = []
     params: list[Any] = []
-    for model, through_group in (
-        (TenantUserObjectPermission, False),
-        (TenantGroupObjectPermission, True),
-        (ScopeValueUserObjectPermission, False),
-        (ScopeValueGroupObjectPermission, True),
+    permissions = Permission._meta.db_table
+    for model, through_group, on_value in (
+        (TenantUserObjectPermission, False, False),
+        (TenantGroupObjectPermission, True, False),
+        (ScopeValueUserObjectPermission, False, True),
+        (ScopeValueGroupObjectPermission, True, True),
     ):
-        on_value = model in (ScopeValueUserObjectPermission, ScopeValueGroupObjectPermission)
         if on_value and values is not None and not values:
             continue
         holder = "m" if through_group else "o"
         sql = (
             f"SELECT {holder}.user_id, p.codename, "  # noqa: S608 - table names from the models
             f"{'v.dimension, v.value' if on_value else 'NULL, NULL'} "
-            f"FROM {model._meta.db_table} o JOIN auth_permission p ON p.id = o.permission_id "
+            f"FROM {model._meta.db_table} o JOIN {permissions} p ON p.id = o.permission_id "
             + (f"JOIN {members} m ON m.group_id = o.group_id " if through_group else "")
         )
         if on_value:
