@@ -58,9 +58,9 @@ prod: $(RUNTIME_STAMP)
 		$(BIN)/python scripts/supervise.py deploy/Procfile
 
 # Four processes by default: much of the suite waits on servers, workers and browsers, so
-# four share two cores better than three (13.6 min against 15.5; the stories that start
-# servers wait for them up to an upper bound, not a typical time). tests/environment.py
-# gives each its own Redis databases and var directory; a file's tests stay together.
+# four share two cores a little better than three (CI on two cores: 17:56 against 18:24;
+# the suite is mostly CPU-bound now). tests/environment.py gives each its own Redis
+# databases and var directory; a file's tests stay together in one process.
 PYTEST_WORKERS ?= 4
 test: $(DEV_STAMP)
 	@mkdir -p var
